@@ -1,0 +1,1 @@
+"""Reference integrations built on :mod:`jobframework` (one subpackage per job kind)."""

@@ -1,0 +1,1 @@
+"""kueue-jobframework: Kueue's jobframework in Python."""
