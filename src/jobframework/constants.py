@@ -391,7 +391,7 @@ class FeatureGates:
 
     def with_gates(self, **gates: bool) -> FeatureGates:
         """A copy with more gates set by their Kueue names."""
-        merged: dict[FeatureGate | str, bool] = dict(self._values)
+        merged: dict[FeatureGate | str, bool] = {k: v for k, v in self._values.items()}
         merged.update({FeatureGate(k): v for k, v in gates.items()})
         return FeatureGates(merged)
 
