@@ -7,10 +7,11 @@ group-version) when it answers with the classic documents. The result is cached;
 that is not in the cache triggers one refresh (a CRD may have been installed since), and
 is then reported as :class:`NoKindMatchError`. Concurrent misses share one refresh.
 
-:class:`NoKindMatchError` is both an :class:`~jobframework.runtime.errors.NotFound` (callers
-that treat "no such kind" like "no such object" keep working) and a :class:`LookupError`
-(the :class:`~jobframework.runtime.client.RESTMapper` contract), like controller-runtime's
-``meta.NoKindMatchError``, which ``meta.IsNoMatchError`` tells apart from a 404.
+:class:`NoKindMatchError` is a :class:`LookupError` (the
+:class:`~jobframework.runtime.client.RESTMapper` contract, and what the in-memory server's
+mapper raises), not an :class:`~jobframework.runtime.errors.ApiError`: like
+controller-runtime's ``meta.NoKindMatchError``, which ``apierrors.IsNotFound`` does not
+match, "this kind is not served" is a configuration problem, not a missing object.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import asyncio
 import logging
 from typing import Any, Protocol
 
-from .. import errors
 from ..objects import GVK, GVR
 from .interface import RESTMapping
 
@@ -33,15 +33,12 @@ AGGREGATED_ACCEPT = (
 )
 
 
-class NoKindMatchError(errors.NotFound, LookupError):
+class NoKindMatchError(LookupError):
     """No served resource has this kind (``meta.NoKindMatchError``)."""
 
     def __init__(self, gvk: GVK) -> None:
+        super().__init__(f'no matches for kind "{gvk.kind}" in version "{gvk.api_version}"')
         self.gvk = gvk
-        super().__init__(
-            f'no matches for kind "{gvk.kind}" in version "{gvk.api_version}"',
-            details={"group": gvk.group, "kind": gvk.kind},
-        )
 
 
 class DiscoveryTransport(Protocol):
@@ -134,9 +131,7 @@ class DiscoveryRESTMapper:
             await self._refresh_after(self._generation)
         found = self._by_resource.get(gvr)
         if found is None:
-            raise errors.NotFound(
-                f"the server could not find the requested resource {gvr.resource!r} "
-                f"in {gvr.api_version!r}")
+            raise LookupError(f"no kind is served at {gvr.resource!r} in {gvr.api_version!r}")
         return found.gvk
 
     async def mappings(self) -> list[RESTMapping]:
