@@ -1,0 +1,233 @@
+"""The controller: sources feed a rate-limited queue, workers reconcile what it hands out.
+
+Like controller-runtime's ``controller.Controller``:
+
+- every watched :class:`~jobframework.runtime.source.Source` enqueues
+  :class:`~jobframework.runtime.reconcile.Request` keys into one
+  :class:`~jobframework.runtime.workqueue.RateLimitingQueue`, which de-duplicates them and
+  never hands one key to two workers at once;
+- :meth:`Controller.start` starts the sources, waits for their caches to sync, then runs
+  ``max_concurrent_reconciles`` workers until it is cancelled;
+- each result is handled with controller-runtime's precedence (see
+  :mod:`jobframework.runtime.reconcile`): exception → rate-limited requeue;
+  :class:`~jobframework.runtime.reconcile.TerminalError` → forget, log, count;
+  ``requeue_after > 0`` → forget then requeue after the delay; ``requeue`` →
+  rate-limited requeue; otherwise forget. An exception never stops a worker.
+
+Shutdown (cancelling :meth:`start`) stops handing out new keys, lets reconciles already
+running finish, then returns; keys still queued are dropped (they are recomputed from
+the cache on the next start).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Sequence
+
+from .client.interface import RESTMapper
+from .clock import Clock, RealClock
+from .handler import RESTMapperAware
+from .metrics import Metrics
+from .reconcile import Reconciler, Request, Result, TerminalError
+from .source import Source, SyncingSource
+from .workqueue import QueueShutDown, RateLimiter, RateLimitingQueue
+
+__all__ = ["Controller", "ControllerAlreadyStarted"]
+
+log = logging.getLogger(__name__)
+
+
+class ControllerAlreadyStarted(RuntimeError):
+    """:meth:`Controller.start` was called twice."""
+
+
+class Controller:
+    """Reconciles the requests its sources produce. A manager runnable.
+
+    Args:
+        name: unique per manager; labels metrics and logs, and names the queue.
+        reconciler: the :class:`~jobframework.runtime.reconcile.Reconciler`.
+        max_concurrent_reconciles: worker count (different keys in parallel).
+        rate_limiter: the queue's limiter (client-go's default controller limiter if None).
+        clock: time for the queue's delays and for metrics.
+        metrics: where to record; a private registry when None.
+        rest_mapper: given to handlers that need it (owner scope lookups).
+        cache_sync_timeout: real seconds to wait for sources to sync before failing.
+        need_leader_election: whether the manager runs it only while leading.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        reconciler: Reconciler,
+        *,
+        max_concurrent_reconciles: int = 1,
+        rate_limiter: RateLimiter[Request] | None = None,
+        clock: Clock | None = None,
+        metrics: Metrics | None = None,
+        rest_mapper: RESTMapper | None = None,
+        cache_sync_timeout: float = 120.0,
+        need_leader_election: bool = True,
+    ) -> None:
+        if not name:
+            raise ValueError("a controller needs a name")
+        if max_concurrent_reconciles < 1:
+            raise ValueError("max_concurrent_reconciles must be at least 1")
+        self.name = name
+        self.reconciler = reconciler
+        self.max_concurrent_reconciles = max_concurrent_reconciles
+        self.clock: Clock = clock or RealClock()
+        self.metrics = metrics or Metrics()
+        self.rest_mapper = rest_mapper
+        self.cache_sync_timeout = cache_sync_timeout
+        self._need_leader_election = need_leader_election
+        self.queue: RateLimitingQueue[Request] = RateLimitingQueue(
+            rate_limiter, name=name, clock=self.clock,
+            metrics_provider=self.metrics.workqueue_provider(),
+        )
+        self._sources: list[Source] = []
+        self._started = False
+        self._stopping = False
+        self._synced = asyncio.Event()
+        self._log = log.getChild(name)
+
+    def need_leader_election(self) -> bool:
+        """Whether the manager must hold the lease to run this controller."""
+        return self._need_leader_election
+
+    @property
+    def started(self) -> bool:
+        """True once :meth:`start` began."""
+        return self._started
+
+    async def wait_for_sync(self) -> None:
+        """Return once the sources have synced and workers run."""
+        await self._synced.wait()
+
+    async def watch(self, source: Source) -> None:
+        """Add a source; one added after start is started at once (no sync wait)."""
+        self._sources.append(source)
+        if self._started:
+            await self._start_source(source)
+
+    def add_source(self, source: Source) -> None:
+        """Add a source before :meth:`start` (synchronous form of :meth:`watch`)."""
+        if self._started:
+            raise ControllerAlreadyStarted(
+                f"controller {self.name}: use watch() to add sources after start")
+        self._sources.append(source)
+
+    async def _start_source(self, source: Source) -> None:
+        handler = getattr(source, "handler", None)
+        if isinstance(handler, RESTMapperAware) and self.rest_mapper is not None:
+            await handler.resolve(self.rest_mapper)
+        await source.start(self.queue)
+
+    async def start(self) -> None:
+        """Start sources, wait for sync, run workers until cancelled."""
+        if self._started:
+            raise ControllerAlreadyStarted(f"controller {self.name} was already started")
+        self._started = True
+        self._log.info("starting controller %s", self.name)
+        workers: list[asyncio.Task[None]] = []
+        try:
+            for source in list(self._sources):
+                await self._start_source(source)
+            syncing = [s for s in self._sources if isinstance(s, SyncingSource)]
+            if syncing:
+                try:
+                    await asyncio.wait_for(
+                        asyncio.gather(*(s.wait_for_sync() for s in syncing)),
+                        self.cache_sync_timeout)
+                except TimeoutError as err:
+                    raise TimeoutError(
+                        f"controller {self.name}: timed out waiting for cache to be synced"
+                    ) from err
+            self.metrics.max_concurrent_reconciles.labels(self.name).set(
+                self.max_concurrent_reconciles)
+            self.metrics.active_workers.labels(self.name).set(0)
+            loop = asyncio.get_running_loop()
+            workers = [loop.create_task(self._worker(), name=f"{self.name}-worker-{i}")
+                       for i in range(self.max_concurrent_reconciles)]
+            self._synced.set()
+            self._log.info("started %d workers", len(workers))
+            # asyncio.wait, unlike gather, does not cancel the workers when we are cancelled:
+            # _shutdown decides how they end.
+            await asyncio.wait(workers)
+        finally:
+            await self._shutdown(workers)
+
+    async def _shutdown(self, workers: Sequence[asyncio.Task[None]]) -> None:
+        self._stopping = True
+        self.queue.shutdown()
+        pending = [w for w in workers if not w.done()]
+        if not pending:
+            return
+        self._log.info("shutdown: waiting for %d workers to finish", len(pending))
+        try:
+            await asyncio.wait(pending)
+        except asyncio.CancelledError:
+            # Cancelled again while draining: abandon the in-flight reconciles.
+            for w in pending:
+                w.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.gather(*pending, return_exceptions=True)
+            raise
+
+    async def _worker(self) -> None:
+        while True:
+            try:
+                request = await self.queue.get()
+            except QueueShutDown:
+                return
+            try:
+                if self._stopping:
+                    continue
+                await self.reconcile_handler(request)
+            finally:
+                self.queue.done(request)
+
+    async def reconcile_handler(self, request: Request) -> None:
+        """Reconcile one request and requeue it as its outcome says."""
+        m = self.metrics
+        name = self.name
+        m.active_workers.labels(name).inc()
+        start = self.clock.monotonic()
+        try:
+            result = await self.reconciler.reconcile(request)
+        except asyncio.CancelledError:
+            raise
+        except TerminalError as err:
+            self.queue.forget(request)
+            m.reconcile_errors_total.labels(name).inc()
+            m.terminal_reconcile_errors_total.labels(name).inc()
+            m.reconcile_total.labels(name, "error").inc()
+            self._log.error("terminal error reconciling %s: %s", request, err,
+                            exc_info=err)
+            return
+        except Exception as err:
+            self.queue.add_rate_limited(request)
+            m.reconcile_errors_total.labels(name).inc()
+            m.reconcile_total.labels(name, "error").inc()
+            self._log.error("reconciler error for %s (requeued with backoff): %s",
+                            request, err, exc_info=err)
+            return
+        finally:
+            m.reconcile_time_seconds.labels(name).observe(
+                max(0.0, self.clock.monotonic() - start))
+            m.active_workers.labels(name).dec()
+        if result is None:  # tolerate reconcilers that forget to return
+            result = Result()
+        if result.requeue_after > 0:
+            # Forget first so the backoff for this key restarts next time it fails.
+            self.queue.forget(request)
+            self.queue.add_after(request, result.requeue_after)
+            m.reconcile_total.labels(name, "requeue_after").inc()
+        elif result.requeue:
+            self.queue.add_rate_limited(request)
+            m.reconcile_total.labels(name, "requeue").inc()
+        else:
+            self.queue.forget(request)
+            m.reconcile_total.labels(name, "success").inc()
