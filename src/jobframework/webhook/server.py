@@ -1,0 +1,270 @@
+"""The HTTPS admission webhook server (controller-runtime's ``webhook.Server``).
+
+Handlers are registered by path; the server answers ``POST <path>`` with an
+AdmissionReview v1 over TLS, using the certificate files in ``cert_dir`` and following
+them when they are rotated (:class:`~jobframework.webhook.certwatcher.CertWatcher`).
+The same handlers are reachable without TLS through :meth:`WebhookServer.as_admission_hook`,
+which in-memory API servers call directly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import ssl
+import tempfile
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from aiohttp import web
+
+from jobframework.runtime.clock import Clock
+
+from .admission import AdmissionHook, Handler, admission_hook, errored, review
+from .certwatcher import DEFAULT_POLL_INTERVAL, CertWatcher, TLSOption
+
+log = logging.getLogger("jobframework.webhook")
+
+#: controller-runtime's limit on an AdmissionReview body.
+MAX_REQUEST_BYTES = 7 * 1024 * 1024
+#: Where controller-runtime looks for ``tls.crt``/``tls.key`` when no directory is given.
+DEFAULT_CERT_DIR = Path(tempfile.gettempdir()) / "k8s-webhook-server" / "serving-certs"
+
+#: A readiness check: returns when healthy, raises with the reason otherwise.
+Checker = Callable[[], Awaitable[None]]
+
+
+class WebhookServer:
+    """Serves registered admission handlers over HTTPS.
+
+    Embed it in a manager (it does not need leader election: every replica answers)
+    or run it alone::
+
+        server = WebhookServer(cert_dir="/tmp/k8s-webhook-server/serving-certs", port=9443,
+                               host="0.0.0.0")
+        server.register("/mutate-batch-v1-job", with_custom_defaulter(JobDefaulter()))
+        async with server:
+            ...  # serving until the block ends
+
+    ``port=0`` picks a free port (see :attr:`port`). Stopping waits up to
+    ``shutdown_timeout`` seconds for requests in flight.
+    """
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        cert_dir: str | Path | None = None,
+        cert_name: str = "tls.crt",
+        key_name: str = "tls.key",
+        client_ca_name: str | None = None,
+        tls_options: Sequence[TLSOption] = (),
+        cert_poll_interval: float = DEFAULT_POLL_INTERVAL,
+        clock: Clock | None = None,
+        shutdown_timeout: float = 60.0,
+        max_request_bytes: int = MAX_REQUEST_BYTES,
+    ) -> None:
+        self.host = host
+        self.cert_dir = Path(cert_dir) if cert_dir is not None else DEFAULT_CERT_DIR
+        self._port = port
+        self._cert_name = cert_name
+        self._key_name = key_name
+        self._client_ca_name = client_ca_name
+        self._tls_options = tuple(tls_options)
+        self._poll_interval = cert_poll_interval
+        self._clock = clock
+        self._shutdown_timeout = shutdown_timeout
+        self._max_request_bytes = max_request_bytes
+        self._handlers: dict[str, Handler] = {}
+        self._runner: web.AppRunner | None = None
+        self._watcher: CertWatcher | None = None
+        self._watch_task: asyncio.Task[None] | None = None
+        self._started = False
+
+    # -- registration ---------------------------------------------------------------
+
+    def register(self, path: str, handler: Handler) -> None:
+        """Serve ``handler`` at ``path`` (exact match); also allowed while running."""
+        if not path.startswith("/"):
+            raise ValueError(f"webhook path {path!r} must start with '/'")
+        if path in self._handlers:
+            raise ValueError(f"can't register duplicate path: {path}")
+        self._handlers[path] = handler
+        log.info("registering webhook at %s", path)
+
+    @property
+    def handlers(self) -> Mapping[str, Handler]:
+        """Registered handlers by path (read-only view)."""
+        return dict(self._handlers)
+
+    def as_admission_hook(self, path: str) -> AdmissionHook:
+        """The handler at ``path`` as ``async (AdmissionReview dict) -> AdmissionReview dict``.
+
+        It runs the same decoding and encoding as the HTTPS endpoint, without TLS and
+        without the server running, for in-memory API servers and tests.
+        """
+        try:
+            return admission_hook(self._handlers[path])
+        except KeyError:
+            raise KeyError(f"no webhook registered at {path}") from None
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    @property
+    def started(self) -> bool:
+        """True between a successful :meth:`start` and :meth:`stop`."""
+        return self._started
+
+    @property
+    def port(self) -> int:
+        """The port listened on (the chosen one when constructed with ``port=0``)."""
+        if self._runner is None or not self._runner.addresses:
+            raise RuntimeError("the webhook server is not listening")
+        return int(self._runner.addresses[0][1])
+
+    def url(self, path: str = "") -> str:
+        """``https://<host>:<port><path>`` of the running server."""
+        host = self._dial_host()
+        if ":" in host:
+            host = f"[{host}]"
+        return f"https://{host}:{self.port}{path}"
+
+    @property
+    def cert_watcher(self) -> CertWatcher:
+        """The certificate watcher of the running server."""
+        if self._watcher is None:
+            raise RuntimeError("the webhook server has not been started")
+        return self._watcher
+
+    def need_leader_election(self) -> bool:
+        """False: webhooks are served by every replica, leader or not."""
+        return False
+
+    async def start(self) -> None:
+        """Load the certificate, listen, and start watching the certificate files.
+
+        Returns once the server accepts connections. Raises ``OSError``/``ssl.SSLError``
+        if the certificate files are missing or invalid, or the port is taken.
+        """
+        if self._runner is not None:
+            raise RuntimeError("the webhook server is already started")
+        client_ca = self.cert_dir / self._client_ca_name if self._client_ca_name else None
+        watcher = CertWatcher(
+            self.cert_dir / self._cert_name,
+            self.cert_dir / self._key_name,
+            interval=self._poll_interval,
+            clock=self._clock,
+            client_ca_path=client_ca,
+            tls_options=self._tls_options,
+        )
+        app = web.Application(client_max_size=self._max_request_bytes)
+        app.router.add_route("*", "/{tail:.*}", self._serve)
+        runner = web.AppRunner(app, access_log=None, shutdown_timeout=self._shutdown_timeout)
+        await runner.setup()
+        try:
+            site = web.TCPSite(runner, self.host, self._port, ssl_context=watcher.ssl_context)
+            await site.start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        self._watcher = watcher
+        self._watch_task = asyncio.create_task(watcher.run(), name="webhook-certwatcher")
+        self._started = True
+        log.info("serving webhooks on %s", self.url())
+
+    async def stop(self) -> None:
+        """Stop accepting connections, let requests in flight finish, release the port."""
+        self._started = False
+        task, self._watch_task = self._watch_task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+
+    async def run(self) -> None:
+        """Serve until cancelled (a manager runnable), then stop gracefully."""
+        await self.start()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await asyncio.shield(self.stop())
+
+    async def __aenter__(self) -> WebhookServer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    def started_checker(self) -> Checker:
+        """A readiness check: fails until the server is started and completes a TLS handshake.
+
+        Like controller-runtime it does not verify the certificate: it only proves the
+        listener is up.
+        """
+
+        async def check() -> None:
+            if not self._started or self._runner is None:
+                raise RuntimeError("webhook server has not been started yet")
+            context = ssl.create_default_context()
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+            try:
+                _, writer = await asyncio.wait_for(
+                    asyncio.open_connection(self._dial_host(), self.port, ssl=context),
+                    timeout=10,
+                )
+            except (OSError, TimeoutError) as exc:
+                raise RuntimeError(f"webhook server is not reachable: {exc}") from exc
+            writer.close()
+            with contextlib.suppress(OSError, ssl.SSLError):
+                await writer.wait_closed()
+
+        return check
+
+    def _dial_host(self) -> str:
+        # A wildcard listener is reached on loopback.
+        return self.host if self.host not in ("", "0.0.0.0", "::") else "127.0.0.1"
+
+    # -- HTTP -----------------------------------------------------------------------
+
+    async def _serve(self, request: web.Request) -> web.StreamResponse:
+        handler = self._handlers.get(request.path)
+        if handler is None:
+            return web.Response(status=404, text=f"no webhook registered at {request.path}\n")
+        if request.method != "POST":
+            return web.Response(status=405, text="admission webhooks accept POST only\n",
+                                headers={"Allow": "POST"})
+        if request.content_type != "application/json":
+            return _error(400, f"contentType={request.content_type}, expected application/json")
+        try:
+            raw = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            return _error(413, "request entity is too large; limit is "
+                               f"{self._max_request_bytes} bytes")
+        if not raw:
+            return _error(400, "request body is empty")
+        try:
+            body: Any = json.loads(raw)
+        except ValueError as exc:
+            return _error(400, f"the request body is not JSON: {exc}")
+        status, out = await review(handler, body)
+        return web.json_response(out, status=status)
+
+
+def _error(status: int, message: str) -> web.Response:
+    body = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "response": errored(status, message).complete(None).to_dict()}
+    return web.json_response(body, status=status)
