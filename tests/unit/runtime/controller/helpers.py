@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from jobframework.runtime.clock import ManualClock
 from jobframework.runtime.reconcile import Request, Result
 
 
@@ -42,3 +43,13 @@ class ScriptedReconciler:
         if callable(outcome):
             return outcome()
         return outcome
+
+
+async def tick(clock: ManualClock, seconds: float, *, step: float = 0.5) -> None:
+    """Advance ``clock`` by ``seconds`` in steps, letting woken tasks run after each."""
+    elapsed = 0.0
+    while elapsed < seconds - 1e-9:
+        dt = min(step, seconds - elapsed)
+        clock.advance(dt)
+        elapsed += dt
+        await settle()
