@@ -1,0 +1,260 @@
+"""The contract a job kind implements to be queued by Kueue: :class:`GenericJob`.
+
+``GenericJob`` is an abstract base class: subclass it, wrap your custom resource (a plain
+JSON dict) and implement the abstract methods; Python tells you at instantiation which
+ones are missing, and the class is the natural place for helpers shared by your methods.
+The optional capabilities are :pep:`544` protocols checked at runtime, as Go checks
+optional interfaces with a type assertion: a job *has* a capability when it defines the
+methods, with no extra base class to inherit.
+
+Methods that make API calls in Go take the client here and are ``async``; the others are
+plain methods working on the in-memory object. Mutating methods (``suspend``,
+``run_with_pod_sets_info``, ``restore_pod_sets_info``) change the object only; the
+reconciler writes it back.
+
+Left out for now: ``ComposableJob`` (multi-object jobs such as pod groups) and the
+MultiKueue watcher extensions.
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+from collections.abc import Sequence
+from typing import NamedTuple, Protocol, runtime_checkable
+
+from .api.conditions import Condition
+from .api.workload import PodSet, ReclaimablePod, Workload
+from .field import ErrorList
+from .podset import PodSetInfo
+from .runtime.client import Client
+from .runtime.objects import GVK, Object, ObjectKey
+
+
+class StopReason(enum.StrEnum):
+    """Why the reconciler stops a job (passed to :meth:`JobWithCustomStop.stop`)."""
+
+    WORKLOAD_DELETED = "WorkloadDeleted"
+    WORKLOAD_EVICTED = "WorkloadEvicted"
+    NO_MATCHING_WORKLOAD = "NoMatchingWorkload"
+    NOT_ADMITTED = "NotAdmitted"
+
+
+class FinishedResult(NamedTuple):
+    """What :meth:`GenericJob.finished` reports: ``(message, success, finished)``."""
+
+    message: str
+    success: bool
+    finished: bool
+
+
+class GenericJob(abc.ABC):
+    """A job adapter the generic reconciler drives (Kueue's ``GenericJob``)."""
+
+    @abc.abstractmethod
+    def object(self) -> Object:
+        """The wrapped object (a JSON dict, mutated in place by the methods below)."""
+
+    @abc.abstractmethod
+    def is_suspended(self) -> bool:
+        """Whether the job is suspended (no pods should run)."""
+
+    @abc.abstractmethod
+    def suspend(self) -> None:
+        """Suspend the job (in memory)."""
+
+    @abc.abstractmethod
+    async def run_with_pod_sets_info(
+        self, client: Client, pod_sets_info: Sequence[PodSetInfo]
+    ) -> None:
+        """Inject the admission's pod-set info into the templates and unsuspend (in memory).
+
+        Raise :class:`~jobframework.podset.PermanentPodSetError` (for example from
+        :func:`~jobframework.podset.merge_into_template`) when the info cannot be applied.
+        """
+
+    @abc.abstractmethod
+    def restore_pod_sets_info(self, pod_sets_info: Sequence[PodSetInfo]) -> bool:
+        """Undo the injection with the original templates' info; return whether it changed."""
+
+    @abc.abstractmethod
+    def finished(self) -> FinishedResult:
+        """Whether the job completed or failed, with the message for the Workload."""
+
+    @abc.abstractmethod
+    async def pod_sets(self, client: Client) -> list[PodSet]:
+        """The Workload pod sets for this job (one per role, templates as dicts)."""
+
+    @abc.abstractmethod
+    def is_active(self) -> bool:
+        """Whether any of the job's pods are still running."""
+
+    @abc.abstractmethod
+    async def pods_ready(self, client: Client) -> bool:
+        """Whether all the job's pods are ready or succeeded."""
+
+    @abc.abstractmethod
+    def gvk(self) -> GVK:
+        """The job's GroupVersionKind."""
+
+
+@runtime_checkable
+class JobWithPodLabelSelector(Protocol):
+    """Implement when other controllers need a selector for the job's pods."""
+
+    def pod_label_selector(self) -> str:
+        """The label selector of the job's pods, e.g. ``batch.kubernetes.io/job-name=x``."""
+
+
+@runtime_checkable
+class JobWithReclaimablePods(Protocol):
+    """Implement when finished pods can give their quota back before the job ends."""
+
+    async def reclaimable_pods(self, client: Client) -> list[ReclaimablePod]:
+        """Per pod set, how many pods will not run again."""
+
+
+@runtime_checkable
+class JobWithCustomStop(Protocol):
+    """Implement when stopping takes more than suspend + restore (replaces the default)."""
+
+    async def stop(
+        self,
+        client: Client,
+        pod_sets_info: Sequence[PodSetInfo],
+        stop_reason: StopReason,
+        event_msg: str,
+    ) -> bool:
+        """Stop the job, writing it yourself; idempotent, no API call if already stopped.
+
+        Returns whether this call stopped it.
+        """
+
+
+@runtime_checkable
+class JobWithFinalize(Protocol):
+    """Implement when the job needs cleanup (e.g. its own finalizer) once it is done."""
+
+    async def finalize(self, client: Client) -> None:
+        """Run cleanup for a finished or deleted job."""
+
+
+@runtime_checkable
+class JobWithSkip(Protocol):
+    """Implement when some states of the job must not be reconciled at all."""
+
+    def skip(self) -> bool:
+        """True to end the reconcile right after loading the job."""
+
+
+@runtime_checkable
+class JobWithOnHold(Protocol):
+    """Implement when the job can ask for its quota reservation to be released."""
+
+    def is_on_hold(self) -> bool:
+        """True to put the Workload on hold (reason ``OnHold``)."""
+
+
+@runtime_checkable
+class JobWithPriorityClass(Protocol):
+    """Implement when the pod PriorityClass is not in the pod templates."""
+
+    def priority_class(self) -> str:
+        """The name of the job's (pod) PriorityClass."""
+
+
+@runtime_checkable
+class JobWithCustomValidation(Protocol):
+    """Implement to add checks to the base webhook's create/update validation."""
+
+    def validate_on_create(self) -> ErrorList:
+        """Extra create errors; raising instead replaces all errors with the exception."""
+
+    def validate_on_update(self, old_job: GenericJob) -> ErrorList:
+        """Extra update errors; raising instead replaces all errors with the exception."""
+
+
+@runtime_checkable
+class JobWithCustomWorkloadConditions(Protocol):
+    """Implement when the job reports conditions of its own on its Workload."""
+
+    def custom_workload_conditions(self, wl: Workload) -> tuple[list[Condition], bool]:
+        """The conditions to set and whether they differ from the Workload's."""
+
+
+@runtime_checkable
+class JobWithCustomWorkloadActivation(Protocol):
+    """Implement when the job decides whether its Workload is active (``spec.active``)."""
+
+    def is_workload_active(self) -> bool:
+        """The value ``spec.active`` of the Workload must have."""
+
+
+@runtime_checkable
+class JobWithManagedBy(Protocol):
+    """Implement when the kind has a ``spec.managedBy`` field (MultiKueue)."""
+
+    def can_default_managed_by(self) -> bool:
+        """True when managedBy is unset or the framework's own controller."""
+
+    def managed_by(self) -> str | None:
+        """The controller managing the job."""
+
+    def set_managed_by(self, value: str | None) -> None:
+        """Set the managing controller."""
+
+
+@runtime_checkable
+class JobWithCustomAnnotations(Protocol):
+    """Implement when annotations derived from other objects must be kept on the job."""
+
+    async def get_custom_annotations(self, client: Client) -> dict[str, str]:
+        """Annotations to merge into the job."""
+
+
+@runtime_checkable
+class ElasticWorkloadNameProvider(Protocol):
+    """Implement when an elastic job's slice names must not hash the generation."""
+
+    def get_workload_name_extra_part(self) -> str:
+        """The extra part hashed into the workload name."""
+
+
+@runtime_checkable
+class TopLevelJob(Protocol):
+    """Implement when the job owns its Workload whatever its owner references say."""
+
+    def is_top_level(self) -> bool:
+        """True to skip the ancestor search."""
+
+
+@runtime_checkable
+class JobWithCustomQueueNameChange(Protocol):
+    """Implement to replace the default update of ``spec.queueName`` on a label change."""
+
+    async def custom_queue_name_change(self, client: Client, wl: Workload) -> None:
+        """Apply the job's new queue name to its Workload."""
+
+
+@runtime_checkable
+class MultiKueueAdapter(Protocol):
+    """The MultiKueue side of an integration: mirrors a job onto a worker cluster."""
+
+    async def sync_job(
+        self,
+        local: Client,
+        remote: Client,
+        key: ObjectKey,
+        workload_name: str,
+        origin: str,
+    ) -> bool:
+        """Create or update the remote copy; return True to defer (try again later)."""
+
+    async def delete_remote_object(self, remote: Client, key: ObjectKey) -> None:
+        """Delete the remote copy."""
+
+    async def is_job_managed_by_kueue(self, local: Client, key: ObjectKey) -> tuple[bool, str]:
+        """Whether the local job is managed by MultiKueue, and if not why."""
+
+    def gvk(self) -> GVK:
+        """The job kind the adapter serves."""

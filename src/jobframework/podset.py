@@ -1,0 +1,284 @@
+"""``PodSetInfo``: what Kueue injects into a job's pod templates at start, and restores at stop.
+
+A port of Kueue's ``pkg/podset``. Pod templates are plain dicts
+(``{"metadata": {...}, "spec": {...}}``) edited in place. Merging refuses to change a
+label, annotation or node selector the template already sets to another value, raising
+:class:`InvalidPodSetUpdateError` with Kueue's exact message; such errors are *permanent*
+(the reconciler finishes the Workload with reason ``FailedToStart`` instead of retrying).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from . import constants as c
+from .api.workload import PodSet, PodSetAssignment, PodSetUpdate
+from .constants import DEFAULT_FEATURES, FeatureGate, FeatureGates
+from .runtime.client import Reader
+from .runtime.objects import GVK
+
+RESOURCE_FLAVOR_GVK = GVK(c.KUEUE_GROUP, c.KUEUE_VERSION, "ResourceFlavor")
+
+
+class PermanentPodSetError(ValueError):
+    """A pod-set error that retrying cannot fix (``podset.IsPermanent``)."""
+
+
+class InvalidPodsetInfoError(PermanentPodSetError):
+    """``podset.ErrInvalidPodsetInfo``: ``invalid podset infos: ...``."""
+
+    base = "invalid podset infos"
+
+
+class InvalidPodSetUpdateError(PermanentPodSetError):
+    """``podset.ErrInvalidPodSetUpdate``: ``invalid admission check PodSetUpdate: ...``."""
+
+    base = "invalid admission check PodSetUpdate"
+
+
+def bad_pod_sets_info_len_error(want: int, got: int) -> InvalidPodsetInfoError:
+    """``invalid podset infos: expecting <want> podset, got <got>``."""
+    return InvalidPodsetInfoError(
+        f"{InvalidPodsetInfoError.base}: expecting {want} podset, got {got}")
+
+
+def bad_pod_sets_update_error(update: str, detail: str) -> InvalidPodSetUpdateError:
+    """``invalid admission check PodSetUpdate: conflict for <update>: <detail>``."""
+    return InvalidPodSetUpdateError(
+        f"{InvalidPodSetUpdateError.base}: conflict for {update}: {detail}")
+
+
+def is_permanent(err: BaseException) -> bool:
+    """True for errors that must not be retried (``podset.IsPermanent``)."""
+    return isinstance(err, PermanentPodSetError)
+
+
+def _conflict(a: Mapping[str, str] | None, b: Mapping[str, str] | None) -> str | None:
+    # Go iterates the receiver's map; we use its insertion order, which makes the
+    # reported key deterministic when several conflict.
+    for k, av in (a or {}).items():
+        if b and k in b and b[k] != av:
+            return f"conflict for key={k}, value1={av}, value2={b[k]}"
+    return None
+
+
+def tolerations_equal(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Kueue's ``tolerations.Equal``: key, operator (empty ≡ ``Equal``), value and effect."""
+    def op(t: Mapping[str, Any]) -> Any:
+        return t.get("operator") or "Equal"
+
+    return bool(
+        a.get("key", "") == b.get("key", "") and op(a) == op(b)
+        and a.get("value", "") == b.get("value", "")
+        and a.get("effect", "") == b.get("effect", "")
+    )
+
+
+@attrs.define
+class PodSetInfo:
+    """Admission data for one pod set (``podset.PodSetInfo``).
+
+    ``affinity`` is carried along (restore source) but never merged or restored, as in Kueue.
+    Maps and lists are ``None`` when absent, mirroring Go's nil.
+    """
+
+    name: str = ""
+    count: int = 0
+    annotations: dict[str, str] | None = None
+    labels: dict[str, str] | None = None
+    node_selector: dict[str, str] | None = None
+    affinity: dict[str, Any] | None = None
+    tolerations: list[dict[str, Any]] | None = None
+    scheduling_gates: list[dict[str, Any]] | None = None
+
+    @classmethod
+    def from_pod_set(cls, pod_set: PodSet | Mapping[str, Any]) -> PodSetInfo:
+        """The original template data of a Workload pod set (``podset.FromPodSet``)."""
+        ps = pod_set if isinstance(pod_set, PodSet) else PodSet.model_validate(dict(pod_set))
+        meta = ps.template.get("metadata") or {}
+        spec = ps.template.get("spec") or {}
+        return cls(
+            name=ps.name or "",
+            count=ps.count,
+            annotations=_clone(meta.get("annotations")),
+            labels=_clone(meta.get("labels")),
+            node_selector=_clone(spec.get("nodeSelector")),
+            affinity=spec.get("affinity"),
+            tolerations=_clone(spec.get("tolerations")),
+            scheduling_gates=_clone(spec.get("schedulingGates")),
+        )
+
+    @classmethod
+    def from_update(cls, update: PodSetUpdate | Mapping[str, Any]) -> PodSetInfo:
+        """What an admission check's ``PodSetUpdate`` injects (``podset.FromUpdate``)."""
+        u = update if isinstance(update, PodSetUpdate) else PodSetUpdate.model_validate(
+            dict(update))
+        return cls(annotations=u.annotations, labels=u.labels, node_selector=u.node_selector,
+                   tolerations=u.tolerations)
+
+    def merge(self, other: PodSetInfo) -> None:
+        """Merge ``other`` in (``PodSetInfo.Merge``); name and count are untouched.
+
+        Raises :class:`InvalidPodSetUpdateError` when a key of annotations, labels or
+        nodeSelector (checked in that order) has different values; nothing changes then.
+        """
+        for field_name, mine, theirs in (
+            ("annotations", self.annotations, other.annotations),
+            ("labels", self.labels, other.labels),
+            ("nodeSelector", self.node_selector, other.node_selector),
+        ):
+            detail = _conflict(mine, theirs)
+            if detail is not None:
+                raise bad_pod_sets_update_error(field_name, detail)
+        self.annotations = _copy_into(self.annotations, other.annotations)
+        self.labels = _copy_into(self.labels, other.labels)
+        self.node_selector = _copy_into(self.node_selector, other.node_selector)
+        for t in other.tolerations or []:
+            if not any(tolerations_equal(e, t) for e in self.tolerations or []):
+                self.tolerations = [*(self.tolerations or []), t]
+        for g in other.scheduling_gates or []:
+            if g not in (self.scheduling_gates or []):
+                self.scheduling_gates = [*(self.scheduling_gates or []), g]
+
+    def add_or_update_label(self, key: str, value: str) -> None:
+        """Set a label, creating the map if needed."""
+        if self.labels is None:
+            self.labels = {}
+        self.labels[key] = value
+
+
+async def from_assignment(
+    reader: Reader,
+    assignment: PodSetAssignment,
+    pod_set: PodSet,
+    *,
+    features: FeatureGates = DEFAULT_FEATURES,
+) -> PodSetInfo:
+    """Build the info for an admitted pod set (``podset.FromAssignment``).
+
+    Node selector and tolerations come from each distinct assigned ResourceFlavor (read
+    through ``reader``; a read error propagates); with TAS and a topology assignment, the
+    ``kueue.x-k8s.io/topology`` scheduling gate, plus the unconstrained-topology annotation
+    when the pod set has no topology request of its own.
+    """
+    info = PodSetInfo(
+        name=assignment.name,
+        count=pod_set.count if assignment.count is None else assignment.count,
+        annotations={}, labels={}, node_selector={},
+    )
+    if (features.enabled(FeatureGate.TOPOLOGY_AWARE_SCHEDULING)
+            and assignment.topology_assignment is not None):
+        req = pod_set.topology_request
+        if req is None or (req.preferred is None and req.required is None
+                           and req.unconstrained is None):
+            assert info.annotations is not None
+            info.annotations[c.PODSET_UNCONSTRAINED_TOPOLOGY_ANNOTATION] = "true"
+        info.scheduling_gates = [{"name": c.TOPOLOGY_SCHEDULING_GATE}]
+    seen: set[str] = set()
+    for flavor in (assignment.flavors or {}).values():
+        if flavor in seen:
+            continue
+        rf = await reader.get(RESOURCE_FLAVOR_GVK, flavor)
+        spec = rf.get("spec") or {}
+        info.node_selector = _copy_into(info.node_selector, spec.get("nodeLabels"))
+        tolerations = spec.get("tolerations") or []
+        if tolerations:
+            info.tolerations = [*(info.tolerations or []), *copy.deepcopy(tolerations)]
+        seen.add(flavor)
+    return info
+
+
+def _overrideable_annotations(info: PodSetInfo, features: FeatureGates) -> list[str]:
+    # Elastic jobs may legitimately get a new slice name (and workload name) per admission.
+    if not features.enabled(FeatureGate.ELASTIC_JOBS_VIA_WORKLOAD_SLICES):
+        return []
+    keys = [c.WORKLOAD_SLICE_NAME_ANNOTATION]
+    if info.annotations and c.WORKLOAD_SLICE_NAME_ANNOTATION in info.annotations:
+        keys.append(c.WORKLOAD_ANNOTATION)
+    return keys
+
+
+def merge_into_template(
+    template: dict[str, Any], info: PodSetInfo, *, features: FeatureGates = DEFAULT_FEATURES
+) -> None:
+    """Inject ``info`` into a pod template dict in place (``podset.Merge``).
+
+    Raises :class:`InvalidPodSetUpdateError` on a conflicting label, annotation or node
+    selector; the template's own values are then left as they were.
+    """
+    meta = template.setdefault("metadata", {})
+    spec = template.setdefault("spec", {})
+    for key in _overrideable_annotations(info, features):
+        new = (info.annotations or {}).get(key)
+        if new is None:
+            continue
+        current = meta.get("annotations") or {}
+        if key in current and current[key] != new:
+            del current[key]
+    tmp = PodSetInfo(
+        annotations=_clone(meta.get("annotations")), labels=_clone(meta.get("labels")),
+        node_selector=_clone(spec.get("nodeSelector")),
+        tolerations=_clone(spec.get("tolerations")),
+        scheduling_gates=_clone(spec.get("schedulingGates")),
+    )
+    tmp.merge(info)
+    _put(meta, "annotations", tmp.annotations)
+    _put(meta, "labels", tmp.labels)
+    _put(spec, "nodeSelector", tmp.node_selector)
+    _put(spec, "tolerations", tmp.tolerations)
+    _put(spec, "schedulingGates", tmp.scheduling_gates)
+
+
+def restore_pod_spec(template: dict[str, Any], info: PodSetInfo) -> bool:
+    """Put back the original annotations, labels, nodeSelector, tolerations and scheduling
+    gates of a pod template dict (``podset.RestorePodSpec``); returns whether it changed.
+
+    Absent and empty compare equal; affinity is not touched.
+    """
+    meta = template.setdefault("metadata", {})
+    spec = template.setdefault("spec", {})
+    changed = False
+    for target, key, value in (
+        (meta, "annotations", info.annotations),
+        (meta, "labels", info.labels),
+        (spec, "nodeSelector", info.node_selector),
+        (spec, "tolerations", info.tolerations),
+        (spec, "schedulingGates", info.scheduling_gates),
+    ):
+        if (target.get(key) or None) != (value or None):
+            if value:
+                target[key] = copy.deepcopy(value)
+            else:
+                target.pop(key, None)
+            changed = True
+    return changed
+
+
+def _clone(value: Any) -> Any:
+    return copy.deepcopy(value) if value is not None else None
+
+
+def _copy_into(
+    dst: dict[str, str] | None, src: Mapping[str, str] | None
+) -> dict[str, str] | None:
+    # utilmaps.Copy: a nil destination becomes a map only when the source is non-nil.
+    if src is None:
+        return dst
+    out = dict(dst) if dst is not None else {}
+    out.update(src)
+    return out
+
+
+def _put(target: dict[str, Any], key: str, value: Any) -> None:
+    # Go's omitempty: an empty map or list is not serialized, so it is not added here.
+    if value:
+        target[key] = value
+
+
+def pod_sets_info_from_workload_spec(pod_sets: Sequence[PodSet]) -> list[PodSetInfo]:
+    """Restore infos for every pod set of a Workload spec (``GetPodSetsInfoFromWorkload``)."""
+    return [PodSetInfo.from_pod_set(ps) for ps in pod_sets]

@@ -1,0 +1,251 @@
+"""PodSetInfo: merge / restore / from_assignment, after Kueue's podset_test.go."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from jobframework.api import PodSet, PodSetAssignment
+from jobframework.constants import FeatureGates
+from jobframework.podset import (
+    InvalidPodsetInfoError,
+    InvalidPodSetUpdateError,
+    PodSetInfo,
+    bad_pod_sets_info_len_error,
+    from_assignment,
+    is_permanent,
+    merge_into_template,
+    restore_pod_spec,
+)
+from jobframework.runtime.errors import NotFound, new_not_found
+from jobframework.runtime.objects import GVK, Object
+
+T0 = {"key": "t0", "operator": "Equal", "value": "t0v", "effect": "NoSchedule"}
+T1 = {"key": "t1", "operator": "Equal", "value": "t1v", "effect": "NoSchedule"}
+
+
+def base_template() -> dict[str, Any]:
+    return {
+        "metadata": {"labels": {"l0": "l0v"}, "annotations": {"a0": "a0v"}},
+        "spec": {"nodeSelector": {"ns0": "ns0v"}, "tolerations": [dict(T0)],
+                 "containers": [{"name": "c"}]},
+    }
+
+
+ELASTIC_ON = FeatureGates(ElasticJobsViaWorkloadSlices=True)
+ELASTIC_OFF = FeatureGates(ElasticJobsViaWorkloadSlices=False)
+SLICE = "kueue.x-k8s.io/workload-slice-name"
+WL = "kueue.x-k8s.io/workload"
+
+
+def ann_template(ann: dict[str, str]) -> dict[str, Any]:
+    return {"metadata": {"annotations": dict(ann)}, "spec": {}}
+
+
+CASES: list[tuple[str, dict[str, Any], PodSetInfo, FeatureGates, dict[str, Any] | None, bool]] = [
+    ("empty info", base_template(), PodSetInfo(), FeatureGates(), base_template(), False),
+    ("no conflicts", base_template(),
+     PodSetInfo(annotations={"a1": "a1v"}, labels={"l1": "l1v"}, node_selector={"ns1": "ns1v"},
+                tolerations=[dict(T1)]), FeatureGates(),
+     {"metadata": {"labels": {"l0": "l0v", "l1": "l1v"},
+                   "annotations": {"a0": "a0v", "a1": "a1v"}},
+      "spec": {"nodeSelector": {"ns0": "ns0v", "ns1": "ns1v"}, "tolerations": [T0, T1],
+               "containers": [{"name": "c"}]}}, True),
+    ("don't duplicate tolerations", base_template(),
+     PodSetInfo(annotations={"a1": "a1v"}, labels={"l1": "l1v"}, node_selector={"ns1": "ns1v"},
+                tolerations=[dict(T0)]), FeatureGates(),
+     {"metadata": {"labels": {"l0": "l0v", "l1": "l1v"},
+                   "annotations": {"a0": "a0v", "a1": "a1v"}},
+      "spec": {"nodeSelector": {"ns0": "ns0v", "ns1": "ns1v"}, "tolerations": [T0],
+               "containers": [{"name": "c"}]}}, True),
+    ("tolerations differing only by empty vs Equal operator", base_template(),
+     PodSetInfo(tolerations=[{"key": "t0", "value": "t0v", "effect": "NoSchedule"}]),
+     FeatureGates(), base_template(), False),
+    ("podset with scheduling gate; empty info",
+     {"spec": {"schedulingGates": [{"name": "example.com/gate"}]}}, PodSetInfo(), FeatureGates(),
+     {"metadata": {}, "spec": {"schedulingGates": [{"name": "example.com/gate"}]}}, False),
+    ("podset with scheduling gate; info re-adds the same",
+     {"spec": {"schedulingGates": [{"name": "example.com/gate"}]}},
+     PodSetInfo(scheduling_gates=[{"name": "example.com/gate"}]), FeatureGates(),
+     {"metadata": {}, "spec": {"schedulingGates": [{"name": "example.com/gate"}]}}, False),
+    ("podset with scheduling gate; info adds another",
+     {"spec": {"schedulingGates": [{"name": "example.com/gate"}]}},
+     PodSetInfo(scheduling_gates=[{"name": "example.com/gate2"}]), FeatureGates(),
+     {"metadata": {}, "spec": {"schedulingGates": [{"name": "example.com/gate"},
+                                                   {"name": "example.com/gate2"}]}}, True),
+    ("updated workload slice annotation", ann_template({SLICE: "old-slice"}),
+     PodSetInfo(annotations={SLICE: "new-slice"}), ELASTIC_ON,
+     ann_template({SLICE: "new-slice"}), True),
+    ("updated workload and slice annotations for an elastic admission",
+     ann_template({WL: "old-slice", SLICE: "old-slice"}),
+     PodSetInfo(annotations={WL: "new-slice", SLICE: "new-slice"}), ELASTIC_ON,
+     ann_template({WL: "new-slice", SLICE: "new-slice"}), True),
+]
+
+
+@pytest.mark.parametrize(("name", "template", "info", "features", "want", "restore_changes"),
+                         CASES, ids=[c[0] for c in CASES])
+def test_merge_and_restore(name: str, template: dict[str, Any], info: PodSetInfo,
+                           features: FeatureGates, want: dict[str, Any] | None,
+                           restore_changes: bool) -> None:
+    orig = copy.deepcopy(template)
+    restore_info = PodSetInfo.from_pod_set({"name": "main", "count": 1, "template": orig})
+    merge_into_template(template, info, features=features)
+    assert template == want
+    assert restore_pod_spec(template, restore_info) is restore_changes
+    orig.setdefault("metadata", {})
+    assert template == orig
+
+
+@pytest.mark.parametrize(
+    ("template", "info", "features", "message"),
+    [
+        (base_template(), PodSetInfo(labels={"l0": "l0v1"}), FeatureGates(),
+         "invalid admission check PodSetUpdate: conflict for labels: "
+         "conflict for key=l0, value1=l0v, value2=l0v1"),
+        (base_template(), PodSetInfo(annotations={"a0": "a0v1"}), FeatureGates(),
+         "invalid admission check PodSetUpdate: conflict for annotations: "
+         "conflict for key=a0, value1=a0v, value2=a0v1"),
+        (base_template(), PodSetInfo(node_selector={"ns0": "ns0v1"}), FeatureGates(),
+         "invalid admission check PodSetUpdate: conflict for nodeSelector: "
+         "conflict for key=ns0, value1=ns0v, value2=ns0v1"),
+        (ann_template({SLICE: "old-slice"}), PodSetInfo(annotations={SLICE: "new-slice"}),
+         ELASTIC_OFF, "invalid admission check PodSetUpdate: conflict for annotations: "
+         f"conflict for key={SLICE}, value1=old-slice, value2=new-slice"),
+        (ann_template({WL: "old-workload"}), PodSetInfo(annotations={WL: "new-workload"}),
+         ELASTIC_ON, "invalid admission check PodSetUpdate: conflict for annotations: "
+         f"conflict for key={WL}, value1=old-workload, value2=new-workload"),
+    ],
+)
+def test_merge_conflicts(template: dict[str, Any], info: PodSetInfo, features: FeatureGates,
+                         message: str) -> None:
+    before = copy.deepcopy(template)
+    with pytest.raises(InvalidPodSetUpdateError) as exc:
+        merge_into_template(template, info, features=features)
+    assert str(exc.value) == message
+    assert is_permanent(exc.value)
+    assert template == before
+
+
+def test_annotations_checked_before_labels() -> None:
+    info = PodSetInfo(annotations={"a": "1"}, labels={"l": "1"})
+    with pytest.raises(InvalidPodSetUpdateError, match="conflict for annotations"):
+        info.merge(PodSetInfo(annotations={"a": "2"}, labels={"l": "2"}))
+
+
+def test_info_merge_and_labels() -> None:
+    info = PodSetInfo(name="main", count=3)
+    info.merge(PodSetInfo(name="other", count=9, labels={"x": "y"},
+                          tolerations=[dict(T0)], scheduling_gates=[{"name": "g"}]))
+    assert (info.name, info.count) == ("main", 3)
+    assert info.labels == {"x": "y"}
+    assert info.tolerations == [T0]
+    info.merge(PodSetInfo(tolerations=[dict(T0), dict(T1)], scheduling_gates=[{"name": "g"}]))
+    assert info.tolerations == [T0, T1]
+    assert info.scheduling_gates == [{"name": "g"}]
+    fresh = PodSetInfo()
+    fresh.add_or_update_label("k", "v")
+    fresh.add_or_update_label("k", "w")
+    assert fresh.labels == {"k": "w"}
+
+
+def test_from_pod_set_and_update() -> None:
+    ps = PodSet.from_dict({"name": "main", "count": 4, "template": {
+        "metadata": {"labels": {"a": "b"}},
+        "spec": {"affinity": {"nodeAffinity": {}}, "schedulingGates": [{"name": "g"}]}}})
+    info = PodSetInfo.from_pod_set(ps)
+    assert info == PodSetInfo(name="main", count=4, labels={"a": "b"},
+                              affinity={"nodeAffinity": {}}, scheduling_gates=[{"name": "g"}])
+    # A clone: editing the info leaves the Workload spec alone.
+    assert info.labels is not None
+    info.labels["x"] = "y"
+    assert ps.template["metadata"]["labels"] == {"a": "b"}
+    upd = PodSetInfo.from_update({"name": "main", "labels": {"l": "v"},
+                                  "tolerations": [dict(T1)]})
+    assert upd == PodSetInfo(labels={"l": "v"}, tolerations=[T1])
+
+
+def test_restore_treats_absent_and_empty_alike() -> None:
+    template: dict[str, Any] = {"metadata": {"labels": {}}, "spec": {"tolerations": []}}
+    assert not restore_pod_spec(template, PodSetInfo())
+    template = {"metadata": {"labels": {"kueue.x-k8s.io/podset": "main"}}, "spec": {}}
+    assert restore_pod_spec(template, PodSetInfo())
+    assert template == {"metadata": {}, "spec": {}}
+
+
+def test_len_error() -> None:
+    err = bad_pod_sets_info_len_error(1, 2)
+    assert isinstance(err, InvalidPodsetInfoError)
+    assert str(err) == "invalid podset infos: expecting 1 podset, got 2"
+    assert is_permanent(err)
+    assert not is_permanent(ValueError("x"))
+
+
+class FlavorReader:
+    """A minimal reader serving ResourceFlavors."""
+
+    def __init__(self, *flavors: Object) -> None:
+        self.objects = {f["metadata"]["name"]: f for f in flavors}
+        self.gets: list[str] = []
+
+    async def get(self, gvk: GVK, name: str, *, namespace: str | None = None) -> Object:
+        assert gvk.kind == "ResourceFlavor"
+        self.gets.append(name)
+        if name not in self.objects:
+            raise new_not_found("resourceflavors", name, "kueue.x-k8s.io")
+        return copy.deepcopy(self.objects[name])
+
+    async def list(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+
+def flavor(name: str, labels: dict[str, str], tolerations: list[Object] | None = None) -> Object:
+    spec: dict[str, Any] = {"nodeLabels": labels}
+    if tolerations:
+        spec["tolerations"] = tolerations
+    return {"metadata": {"name": name}, "spec": spec}
+
+
+async def test_from_assignment_single_and_multiple_flavors() -> None:
+    reader = FlavorReader(flavor("flavor1", {"f1l1": "f1v1"}, [dict(T0)]),
+                          flavor("flavor2", {"f2l1": "f2v1"}, [dict(T1)]))
+    ps = PodSet(name="main", count=2)
+    one = await from_assignment(reader, PodSetAssignment(name="main", flavors={"cpu": "flavor1"}),
+                                ps)
+    assert one == PodSetInfo(name="main", count=2, annotations={}, labels={},
+                             node_selector={"f1l1": "f1v1"}, tolerations=[T0])
+    reader.gets.clear()
+    both = await from_assignment(reader, PodSetAssignment(
+        name="main", count=1, flavors={"cpu": "flavor1", "mem": "flavor2", "gpu": "flavor1"}), ps)
+    assert both.count == 1
+    assert both.node_selector == {"f1l1": "f1v1", "f2l1": "f2v1"}
+    assert both.tolerations == [T0, T1]
+    assert reader.gets == ["flavor1", "flavor2"]  # duplicates read once
+
+
+async def test_from_assignment_flavor_not_found() -> None:
+    with pytest.raises(NotFound) as exc:
+        await from_assignment(FlavorReader(), PodSetAssignment(name="main",
+                                                               flavors={"cpu": "flavor1"}),
+                              PodSet(name="main", count=1))
+    assert str(exc.value) == 'resourceflavors.kueue.x-k8s.io "flavor1" not found'
+
+
+@pytest.mark.parametrize("tas", [True, False])
+async def test_from_assignment_topology(tas: bool) -> None:
+    features = FeatureGates(TopologyAwareScheduling=tas)
+    a = PodSetAssignment.from_dict({"name": "main", "topologyAssignment": {"levels": ["h"]}})
+    info = await from_assignment(FlavorReader(), a, PodSet(name="main", count=1),
+                                 features=features)
+    if tas:
+        assert info.scheduling_gates == [{"name": "kueue.x-k8s.io/topology"}]
+        assert info.annotations == {"kueue.x-k8s.io/podset-unconstrained-topology": "true"}
+    else:
+        assert info.scheduling_gates is None
+        assert info.annotations == {}
+    # A pod set with its own topology request gets no unconstrained annotation.
+    ps = PodSet.from_dict({"name": "main", "count": 1, "topologyRequest": {"required": "rack"}})
+    info2 = await from_assignment(FlavorReader(), a, ps, features=features)
+    assert info2.annotations == {}
