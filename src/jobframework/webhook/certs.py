@@ -69,8 +69,13 @@ class CertificateAuthority:
     def issue(
         self, hosts: Sequence[str] = DEFAULT_HOSTS, *, common_name: str | None = None,
         validity: dt.timedelta = DEFAULT_VALIDITY, now: dt.datetime | None = None,
+        client_auth: bool = False,
     ) -> tuple[bytes, bytes]:
-        """A serving certificate for ``hosts`` (IP addresses or DNS names): ``(cert, key)`` PEM."""
+        """A serving certificate for ``hosts`` (IP addresses or DNS names): ``(cert, key)`` PEM.
+
+        ``client_auth`` makes it usable as a TLS client certificate too (for servers
+        started with a client CA).
+        """
         if not hosts:
             raise ValueError("a serving certificate needs at least one host")
         ca_cert = x509.load_pem_x509_certificate(self.cert_pem)
@@ -84,6 +89,9 @@ class CertificateAuthority:
                 sans.append(x509.IPAddress(ipaddress.ip_address(host)))
             except ValueError:
                 sans.append(x509.DNSName(host))
+        usages = [ExtendedKeyUsageOID.SERVER_AUTH]
+        if client_auth:
+            usages.append(ExtendedKeyUsageOID.CLIENT_AUTH)
         start = (now or dt.datetime.now(dt.UTC)) - dt.timedelta(minutes=5)
         cert = (
             x509.CertificateBuilder()
@@ -104,8 +112,7 @@ class CertificateAuthority:
                 ),
                 critical=True,
             )
-            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]),
-                           critical=False)
+            .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
             .add_extension(x509.SubjectAlternativeName(sans), critical=False)
             .add_extension(
                 x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),

@@ -15,7 +15,7 @@ import json
 import logging
 import ssl
 import tempfile
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -23,6 +23,7 @@ from typing import Any
 from aiohttp import web
 
 from jobframework.runtime.clock import Clock
+from jobframework.runtime.healthz import Checker
 
 from .admission import AdmissionHook, Handler, admission_hook, errored, review
 from .certwatcher import DEFAULT_POLL_INTERVAL, CertWatcher, TLSOption
@@ -33,9 +34,6 @@ log = logging.getLogger("jobframework.webhook")
 MAX_REQUEST_BYTES = 7 * 1024 * 1024
 #: Where controller-runtime looks for ``tls.crt``/``tls.key`` when no directory is given.
 DEFAULT_CERT_DIR = Path(tempfile.gettempdir()) / "k8s-webhook-server" / "serving-certs"
-
-#: A readiness check: returns when healthy, raises with the reason otherwise.
-Checker = Callable[[], Awaitable[None]]
 
 
 class WebhookServer:

@@ -1,0 +1,318 @@
+"""WebhookServer: real HTTPS round trips on loopback, cert rotation, readiness, shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import ssl
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import jsonpatch
+import pytest
+
+from jobframework.runtime import errors
+from jobframework.runtime.clock import ManualClock
+from jobframework.webhook import (
+    AdmissionRequest,
+    AdmissionResponse,
+    CertificateAuthority,
+    HandlerFunc,
+    ServingCerts,
+    Warnings,
+    WebhookServer,
+    allowed,
+    with_custom_defaulter,
+    with_custom_validator,
+    write_serving_certs,
+)
+
+
+class Suspender:
+    async def default(self, obj: dict[str, Any], request: AdmissionRequest) -> None:
+        obj["spec"]["suspend"] = True
+
+
+class NameValidator:
+    async def validate_create(self, obj: dict[str, Any], request: AdmissionRequest) -> Warnings:
+        name = obj["metadata"]["name"]
+        if name.startswith("bad"):
+            raise errors.new_invalid("Job", name, [{
+                "reason": "FieldValueInvalid", "field": "metadata.name",
+                "message": f'Invalid value: "{name}": must not start with bad'}], group="batch")
+        return ["looked at " + name]
+
+    async def validate_update(self, old: dict[str, Any], new: dict[str, Any],
+                              request: AdmissionRequest) -> Warnings:
+        return None
+
+    async def validate_delete(self, obj: dict[str, Any], request: AdmissionRequest) -> Warnings:
+        return None
+
+
+async def post(
+    url: str, body: Any, ctx: ssl.SSLContext, *, content_type: str = "application/json",
+    raw: bytes | None = None, method: str = "POST",
+) -> tuple[int, Any]:
+    # A new session per call: a new TLS connection, so rotated certificates show.
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx)) as session:
+        data = raw if raw is not None else json.dumps(body).encode()
+        async with session.request(method, url, data=data,
+                                   headers={"Content-Type": content_type}) as resp:
+            text = await resp.text()
+            try:
+                return resp.status, json.loads(text)
+            except ValueError:
+                return resp.status, text
+
+
+async def settle(turns: int = 20) -> None:
+    for _ in range(turns):
+        await asyncio.sleep(0)
+
+
+def review_for(make_request: Any, op: str, obj: Any, old: Any = None) -> dict[str, Any]:
+    review: dict[str, Any] = make_request(op, obj, old).to_review()
+    return review
+
+
+@pytest.fixture
+async def running(server: WebhookServer) -> WebhookServer:
+    server.register("/mutate-batch-v1-job", with_custom_defaulter(Suspender()))
+    server.register("/validate-batch-v1-job", with_custom_validator(NameValidator()))
+    await server.start()
+    return server
+
+
+async def test_mutating_round_trip(running: WebhookServer, client_ssl: ssl.SSLContext,
+                                   make_request: Any, job: Any) -> None:
+    body = review_for(make_request, "CREATE", job())
+    status, out = await post(running.url("/mutate-batch-v1-job"), body, client_ssl)
+    assert status == 200
+    assert (out["apiVersion"], out["kind"]) == ("admission.k8s.io/v1", "AdmissionReview")
+    resp = out["response"]
+    assert resp["uid"] == body["request"]["uid"]
+    assert resp["allowed"] is True and resp["patchType"] == "JSONPatch"
+    patch = json.loads(base64.b64decode(resp["patch"]))
+    defaulted = jsonpatch.apply_patch(job(), patch)
+    assert defaulted == {**job(), "spec": {**job()["spec"], "suspend": True}}
+
+
+async def test_validating_denial_carries_code_reason_causes(
+    running: WebhookServer, client_ssl: ssl.SSLContext, make_request: Any, job: Any
+) -> None:
+    url = running.url("/validate-batch-v1-job")
+    status, out = await post(url, review_for(make_request, "CREATE", job("bad-one")), client_ssl)
+    assert status == 200
+    result = out["response"]["status"]
+    assert out["response"]["allowed"] is False
+    assert (result["code"], result["reason"]) == (422, "Invalid")
+    assert result["details"]["causes"] == [{
+        "reason": "FieldValueInvalid", "field": "metadata.name",
+        "message": 'Invalid value: "bad-one": must not start with bad'}]
+    status, out = await post(url, review_for(make_request, "CREATE", job("good")), client_ssl)
+    assert out["response"]["allowed"] is True
+    assert out["response"]["warnings"] == ["looked at good"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "status", "message"),
+    [
+        ({"raw": b"{not json"}, 400, "the request body is not JSON"),
+        ({"raw": b""}, 400, "request body is empty"),
+        ({"content_type": "text/plain"}, 400, "contentType=text/plain, expected application/json"),
+        ({"body": {"apiVersion": "v1", "kind": "Pod"}}, 400, "expected an admission.k8s.io/v1"),
+        ({"body": {"kind": "AdmissionReview", "request": {"uid": "u"}}}, 400,
+         "request.operation None is not one of"),
+    ],
+)
+async def test_malformed_input_is_a_400(running: WebhookServer, client_ssl: ssl.SSLContext,
+                                        kwargs: dict[str, Any], status: int, message: str) -> None:
+    body = kwargs.pop("body", {"kind": "AdmissionReview"})
+    got, out = await post(running.url("/validate-batch-v1-job"), body, client_ssl, **kwargs)
+    assert got == status
+    assert out["response"]["allowed"] is False
+    assert out["response"]["status"]["code"] == status
+    assert message in out["response"]["status"]["message"]
+
+
+async def test_unknown_path_and_wrong_method(running: WebhookServer, client_ssl: ssl.SSLContext,
+                                             make_request: Any, job: Any) -> None:
+    status, text = await post(running.url("/nope"), {}, client_ssl)
+    assert (status, text) == (404, "no webhook registered at /nope\n")
+    status, _ = await post(running.url("/validate-batch-v1-job"), {}, client_ssl, method="GET")
+    assert status == 405
+
+
+async def test_too_large_is_a_413(certs: ServingCerts, client_ssl: ssl.SSLContext,
+                                  make_request: Any, job: Any) -> None:
+    async with WebhookServer(cert_dir=certs.cert_dir, max_request_bytes=2048,
+                             clock=ManualClock()) as srv:
+        srv.register("/v", with_custom_validator(NameValidator()))
+        big = job(blob="x" * 4096)
+        status, out = await post(srv.url("/v"), review_for(make_request, "CREATE", big),
+                                 client_ssl)
+        assert status == 413
+        assert "limit is 2048 bytes" in out["response"]["status"]["message"]
+        status, _ = await post(srv.url("/v"), review_for(make_request, "CREATE", job()),
+                               client_ssl)
+        assert status == 200
+
+
+async def test_in_process_hook_matches_https(running: WebhookServer, client_ssl: ssl.SSLContext,
+                                             make_request: Any, job: Any) -> None:
+    cases = [
+        ("/mutate-batch-v1-job", review_for(make_request, "CREATE", job())),
+        ("/mutate-batch-v1-job", review_for(make_request, "DELETE", None, job())),
+        ("/validate-batch-v1-job", review_for(make_request, "CREATE", job("bad"))),
+        ("/validate-batch-v1-job", review_for(make_request, "UPDATE", job(), job())),
+        ("/validate-batch-v1-job", {"kind": "AdmissionReview", "request": {"uid": "x"}}),
+        ("/validate-batch-v1-job",
+         dict(review_for(make_request, "CREATE", job()), apiVersion="admission.k8s.io/v1beta1")),
+    ]
+    for path, body in cases:
+        _, over_https = await post(running.url(path), body, client_ssl)
+        in_process = await running.as_admission_hook(path)(body)
+        assert in_process == over_https, path
+    with pytest.raises(KeyError, match="no webhook registered at /missing"):
+        running.as_admission_hook("/missing")
+
+
+async def test_registration_rules_and_late_registration(
+    running: WebhookServer, client_ssl: ssl.SSLContext, make_request: Any, job: Any
+) -> None:
+    with pytest.raises(ValueError, match="duplicate path"):
+        running.register("/mutate-batch-v1-job", with_custom_defaulter(Suspender()))
+    with pytest.raises(ValueError, match="must start with '/'"):
+        running.register("late", with_custom_defaulter(Suspender()))
+    running.register("/late", with_custom_validator(NameValidator()))
+    status, out = await post(running.url("/late"), review_for(make_request, "CREATE", job()),
+                             client_ssl)
+    assert status == 200 and out["response"]["allowed"] is True
+    assert set(running.handlers) == {"/mutate-batch-v1-job", "/validate-batch-v1-job", "/late"}
+
+
+async def test_rotated_certificate_is_served_to_new_connections(
+    running: WebhookServer, certs: ServingCerts, client_ssl: ssl.SSLContext,
+    clock: ManualClock, make_request: Any, job: Any,
+) -> None:
+    url = running.url("/validate-batch-v1-job")
+    body = review_for(make_request, "CREATE", job())
+    assert (await post(url, body, client_ssl))[0] == 200
+
+    rotated = write_serving_certs(certs.cert_dir)  # a new CA and serving certificate
+    new_ssl = ssl.create_default_context(cafile=str(rotated.ca_file))
+    # Until the watcher polls, the old certificate is still served.
+    with pytest.raises(aiohttp.ClientConnectorCertificateError):
+        await post(url, body, new_ssl)
+
+    clock.advance(10.0)
+    await settle()
+    assert running.cert_watcher.reloads == 1
+    assert (await post(url, body, new_ssl))[0] == 200
+    with pytest.raises(aiohttp.ClientConnectorCertificateError):
+        await post(url, body, client_ssl)
+
+
+async def test_a_broken_rotation_keeps_the_old_certificate(
+    running: WebhookServer, certs: ServingCerts, client_ssl: ssl.SSLContext,
+    clock: ManualClock, ca: CertificateAuthority, make_request: Any, job: Any,
+) -> None:
+    url = running.url("/validate-batch-v1-job")
+    body = review_for(make_request, "CREATE", job())
+    certs.cert_file.write_bytes(b"-----BEGIN CERTIFICATE-----\ngarbage\n")
+    clock.advance(10.0)
+    await settle()
+    assert running.cert_watcher.reloads == 0
+    assert (await post(url, body, client_ssl))[0] == 200
+    # A good pair (same CA, so clients keep trusting it) is picked up at the next poll.
+    write_serving_certs(certs.cert_dir, ca=ca)
+    clock.advance(10.0)
+    await settle()
+    assert running.cert_watcher.reloads == 1
+    assert (await post(url, body, client_ssl))[0] == 200
+
+
+async def test_started_checker(server: WebhookServer) -> None:
+    check = server.started_checker()
+    with pytest.raises(RuntimeError, match="has not been started yet"):
+        await check()
+    server.register("/v", with_custom_validator(NameValidator()))
+    await server.start()
+    await check()
+    assert server.need_leader_election() is False
+    await server.stop()
+    with pytest.raises(RuntimeError, match="has not been started yet"):
+        await check()
+
+
+async def test_stop_waits_for_requests_in_flight(
+    server: WebhookServer, client_ssl: ssl.SSLContext, make_request: Any, job: Any
+) -> None:
+    entered, release = asyncio.Event(), asyncio.Event()
+
+    async def slow(req: AdmissionRequest) -> AdmissionResponse:
+        entered.set()
+        await release.wait()
+        return allowed("finished")
+
+    server.register("/slow", HandlerFunc(slow))
+    await server.start()
+    url = server.url("/slow")
+    in_flight = asyncio.create_task(post(url, review_for(make_request, "CREATE", job()),
+                                         client_ssl))
+    await entered.wait()
+    stopping = asyncio.create_task(server.stop())
+    await settle()
+    assert not stopping.done()
+    release.set()
+    status, out = await in_flight
+    assert status == 200 and out["response"]["status"]["message"] == "finished"
+    await stopping
+    with pytest.raises(aiohttp.ClientConnectorError):
+        await post(url, {}, client_ssl)
+
+
+async def test_run_serves_until_cancelled(server: WebhookServer, client_ssl: ssl.SSLContext,
+                                          make_request: Any, job: Any) -> None:
+    server.register("/v", with_custom_validator(NameValidator()))
+    task = asyncio.create_task(server.run())
+    for _ in range(200):
+        if server.started:
+            break
+        await asyncio.sleep(0.005)
+    status, _ = await post(server.url("/v"), review_for(make_request, "CREATE", job()),
+                           client_ssl)
+    assert status == 200
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert not server.started
+
+
+async def test_missing_certificates_fail_start(tmp_path: Path) -> None:
+    srv = WebhookServer(cert_dir=tmp_path / "empty")
+    with pytest.raises(FileNotFoundError):
+        await srv.start()
+    assert not srv.started
+
+
+async def test_client_certificates_are_required_with_a_client_ca(
+    certs: ServingCerts, ca: CertificateAuthority, client_ssl: ssl.SSLContext,
+    tmp_path: Path, make_request: Any, job: Any,
+) -> None:
+    async with WebhookServer(cert_dir=certs.cert_dir, client_ca_name="ca.crt",
+                             clock=ManualClock()) as srv:
+        srv.register("/v", with_custom_validator(NameValidator()))
+        body = review_for(make_request, "CREATE", job())
+        with pytest.raises(aiohttp.ClientError):
+            await post(srv.url("/v"), body, client_ssl)
+        cert, key = ca.issue(["kube-apiserver"], client_auth=True)
+        (tmp_path / "client.crt").write_bytes(cert)
+        (tmp_path / "client.key").write_bytes(key)
+        with_cert = ssl.create_default_context(cafile=str(certs.ca_file))
+        with_cert.load_cert_chain(tmp_path / "client.crt", tmp_path / "client.key")
+        status, _ = await post(srv.url("/v"), body, with_cert)
+        assert status == 200
