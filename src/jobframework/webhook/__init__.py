@@ -55,6 +55,7 @@ from .manifests import (
     rule,
     validating_webhook_configuration,
 )
+from .metrics import WebhookMetrics
 from .server import WebhookServer
 from .validator import (
     CustomValidator,
@@ -93,6 +94,7 @@ __all__ = [
     "Validator",
     "ValidatorHandler",
     "Warnings",
+    "WebhookMetrics",
     "WebhookServer",
     "WebhookSpec",
     "admission_hook",

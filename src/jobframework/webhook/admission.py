@@ -315,8 +315,8 @@ class AdmissionResponse:
         patch = self.patch
         if patch is not None:
             out["patch"] = base64.b64encode(patch).decode()
-        if self.patch_type is not None and patch is not None:
-            out["patchType"] = self.patch_type
+        if patch is not None:
+            out["patchType"] = self.patch_type or PATCH_TYPE_JSON_PATCH
         if self.audit_annotations:
             out["auditAnnotations"] = dict(self.audit_annotations)
         if self.warnings:

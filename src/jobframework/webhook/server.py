@@ -15,18 +15,21 @@ import json
 import logging
 import ssl
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from aiohttp import web
+from prometheus_client import CollectorRegistry
 
 from jobframework.runtime.clock import Clock
 from jobframework.runtime.healthz import Checker
 
 from .admission import AdmissionHook, Handler, admission_hook, errored, review
 from .certwatcher import DEFAULT_POLL_INTERVAL, CertWatcher, TLSOption
+from .metrics import WebhookMetrics
 
 log = logging.getLogger("jobframework.webhook")
 
@@ -66,6 +69,7 @@ class WebhookServer:
         clock: Clock | None = None,
         shutdown_timeout: float = 60.0,
         max_request_bytes: int = MAX_REQUEST_BYTES,
+        metrics_registry: CollectorRegistry | None = None,
     ) -> None:
         self.host = host
         self.cert_dir = Path(cert_dir) if cert_dir is not None else DEFAULT_CERT_DIR
@@ -83,6 +87,8 @@ class WebhookServer:
         self._watcher: CertWatcher | None = None
         self._watch_task: asyncio.Task[None] | None = None
         self._started = False
+        #: Request counters, latencies and in-flight gauges (``metrics_registry`` or own).
+        self.metrics = WebhookMetrics(metrics_registry)
 
     # -- registration ---------------------------------------------------------------
 
@@ -92,7 +98,11 @@ class WebhookServer:
             raise ValueError(f"webhook path {path!r} must start with '/'")
         if path in self._handlers:
             raise ValueError(f"can't register duplicate path: {path}")
+        if not callable(getattr(handler, "handle", None)):
+            raise TypeError(f"{handler!r} is not a Handler (wrap defaulters and validators "
+                            "with with_custom_defaulter / with_custom_validator)")
         self._handlers[path] = handler
+        self.metrics.register_path(path)
         log.info("registering webhook at %s", path)
 
     @property
@@ -239,9 +249,24 @@ class WebhookServer:
     # -- HTTP -----------------------------------------------------------------------
 
     async def _serve(self, request: web.Request) -> web.StreamResponse:
-        handler = self._handlers.get(request.path)
+        path = request.path
+        handler = self._handlers.get(path)
         if handler is None:
-            return web.Response(status=404, text=f"no webhook registered at {request.path}\n")
+            return web.Response(status=404, text=f"no webhook registered at {path}\n")
+        in_flight = self.metrics.requests_in_flight.labels(path)
+        in_flight.inc()
+        start = time.perf_counter()
+        status = 500
+        try:
+            response = await self._serve_hook(request, handler)
+            status = response.status
+            return response
+        finally:
+            in_flight.dec()
+            self.metrics.latency_seconds.labels(path).observe(time.perf_counter() - start)
+            self.metrics.requests_total.labels(path, str(status)).inc()
+
+    async def _serve_hook(self, request: web.Request, handler: Handler) -> web.Response:
         if request.method != "POST":
             return web.Response(status=405, text="admission webhooks accept POST only\n",
                                 headers={"Allow": "POST"})

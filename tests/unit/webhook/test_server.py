@@ -316,3 +316,26 @@ async def test_client_certificates_are_required_with_a_client_ca(
         with_cert.load_cert_chain(tmp_path / "client.crt", tmp_path / "client.key")
         status, _ = await post(srv.url("/v"), body, with_cert)
         assert status == 200
+
+
+async def test_requests_are_counted_per_path_and_code(
+    running: WebhookServer, client_ssl: ssl.SSLContext, make_request: Any, job: Any
+) -> None:
+    url = running.url("/validate-batch-v1-job")
+    for body in (review_for(make_request, "CREATE", job()),
+                 review_for(make_request, "CREATE", job("bad"))):
+        await post(url, body, client_ssl)
+    await post(url, None, client_ssl, raw=b"nope")
+    sample = running.metrics.registry.get_sample_value
+    path = {"webhook": "/validate-batch-v1-job"}
+    assert sample("controller_runtime_webhook_requests_total", {**path, "code": "200"}) == 2
+    assert sample("controller_runtime_webhook_requests_total", {**path, "code": "400"}) == 1
+    assert sample("controller_runtime_webhook_requests_total",
+                  {"webhook": "/mutate-batch-v1-job", "code": "500"}) == 0
+    assert sample("controller_runtime_webhook_latency_seconds_count", path) == 3
+    assert sample("controller_runtime_webhook_requests_in_flight", path) == 0
+
+
+def test_register_rejects_what_is_not_a_handler(server: WebhookServer) -> None:
+    with pytest.raises(TypeError, match="wrap defaulters and validators"):
+        server.register("/x", Suspender())  # type: ignore[arg-type]
