@@ -31,6 +31,7 @@ from ..runtime.objects import GVK, Object, deep_copy
 from ..runtime.selectors import FieldSelector, LabelSelector
 from . import _gc
 from ._patch import apply_json_patch, json_equal, merge_patch
+from ._schema import StructuralSchema
 from ._registry import (
     CRD_GVK,
     NAMESPACE_GVK,
@@ -138,6 +139,7 @@ class APIServer:
         self._gc_scheduled = False
         self._gc_running = False
         self._random = random.Random()
+        self._schemas: dict[GVK, StructuralSchema | None] = {}
         for info in builtin_kinds():
             self._registry.add(info)
         for ns in _SYSTEM_NAMESPACES:
@@ -185,6 +187,7 @@ class APIServer:
         info = KindInfo(gvk, plural, namespaced, status_subresource=status_subresource,
                         schema=schema)
         self._registry.add(info)
+        self._schemas.pop(gvk, None)
         self._start_history(info)
 
     def register_crd(self, crd: Mapping[str, Any]) -> None:
@@ -199,6 +202,7 @@ class APIServer:
             self._registry.remove_crd(str(name))
         for info in infos:
             self._registry.add(info)
+            self._schemas.pop(info.gvk, None)
             self._start_history(info)
 
     def add_mutating_webhook(
@@ -398,6 +402,29 @@ class APIServer:
         return RegisteredWebhook(
             hook_name, fn, mutating, parsed, failure_policy,
             LabelSelector.from_dict(namespace_selector), LabelSelector.from_dict(object_selector))
+
+    def _schema(self, info: KindInfo) -> StructuralSchema | None:
+        if info.gvk not in self._schemas:
+            raw = info.schema
+            self._schemas[info.gvk] = (
+                raw if isinstance(raw, StructuralSchema) or raw is None
+                else StructuralSchema(raw))
+        return self._schemas[info.gvk]
+
+    def _decode(self, info: KindInfo, obj: Object) -> Object:
+        """What decoding a request body does to a custom resource: prune, drop disallowed
+        nulls, default (also re-run on what mutating webhooks return)."""
+        schema = self._schema(info)
+        return schema.normalize(obj) if schema is not None else obj
+
+    def _validate_schema(self, info: KindInfo, obj: Object) -> None:
+        schema = self._schema(info)
+        if schema is None:
+            return
+        causes = schema.validate(obj)
+        if causes:
+            raise errors.new_invalid(info.gvk.kind, str(_meta(obj).get("name") or ""),
+                                     list(causes), info.gvk.group)
 
     def _generate_name(self, base: str) -> str:
         suffix = "".join(self._random.choice(_NAME_ALPHABET) for _ in range(_GENERATED_SUFFIX))
@@ -630,12 +657,14 @@ class APIServer:
             options["fieldManager"] = field_manager
         obj["apiVersion"] = info.gvk.api_version
         obj["kind"] = info.gvk.kind
+        obj = self._decode(info, obj)
         mutated = await self._admit(True, info, "CREATE", namespace, str(meta.get("name") or ""),
                                     "", user, dry_run, options, obj, None)
         assert mutated is not None
-        obj = mutated
+        obj = self._decode(info, mutated) if mutated is not obj else mutated
         self._prepare_create(info, obj)
         self._validate_create(info, obj)
+        self._validate_schema(info, obj)
         name = str(_meta(obj)["name"])
         await self._admit(False, info, "CREATE", namespace, name, "", user, dry_run, options,
                           obj, None)
@@ -688,10 +717,14 @@ class APIServer:
             if wanted_rv and wanted_rv != _meta(old).get("resourceVersion"):
                 raise errors.new_conflict(info.plural, name, _CONFLICT_MSG, info.gvk.group)
             old_out = self._out(info, old)
+            request = self._decode(info, request)
             mutated = await self._admit(True, info, "UPDATE", namespace, name, subresource,
                                         user, dry_run, options, request, old_out)
             assert mutated is not None
+            if mutated is not request:
+                mutated = self._decode(info, mutated)
             new = self._prepare_update(info, old, mutated, subresource)
+            self._validate_schema(info, new)
             await self._admit(False, info, "UPDATE", namespace, name, subresource, user,
                               dry_run, options, new, old_out)
             current = self._store(info.gr).get(key)
