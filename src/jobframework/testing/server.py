@@ -31,7 +31,6 @@ from ..runtime.objects import GVK, Object, deep_copy
 from ..runtime.selectors import FieldSelector, LabelSelector
 from . import _gc
 from ._patch import apply_json_patch, json_equal, merge_patch
-from ._schema import StructuralSchema
 from ._registry import (
     CRD_GVK,
     NAMESPACE_GVK,
@@ -41,6 +40,7 @@ from ._registry import (
     builtin_kinds,
     kinds_from_crd,
 )
+from ._schema import StructuralSchema
 from ._watch import History, StoredEvent, Watcher, bookmark
 from .admission import (
     DEFAULT_RULES,
