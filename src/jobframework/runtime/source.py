@@ -189,7 +189,9 @@ class Kind:
         await self._started.wait()
         result = self._informer.wait_for_sync()
         if inspect.isawaitable(result):
-            await result
+            result = await result
+        if result is False:
+            raise RuntimeError(f"{self!r}: informer stopped before it synced")
 
 
 class Channel:
