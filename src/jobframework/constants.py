@@ -113,6 +113,9 @@ JOB_MIN_PARALLELISM_ANNOTATION = "kueue.x-k8s.io/job-min-parallelism"
 JOB_COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION = "kueue.x-k8s.io/job-completions-equal-parallelism"
 STOPPING_ANNOTATION = "kueue.x-k8s.io/stopping"
 
+#: ``integrations.frameworks`` default.
+DEFAULT_FRAMEWORK = "batch/job"
+
 # --- Controller names / field managers ---------------------------------------------------
 
 KUEUE_NAME = "kueue"
