@@ -1,0 +1,307 @@
+"""The shared informer: a reflector, an indexed store, and event handlers fanned out to.
+
+Like client-go's ``SharedIndexInformer``, but on one asyncio event loop: the reflector
+applies each list and watch event to the store and notifies every handler at once,
+in order, so no DeltaFIFO is needed. Handlers are synchronous (they enqueue work) and
+an exception in one is logged, never allowed to stop the informer or the other handlers.
+
+Object ownership: the store keeps the objects the client returned (nobody else holds
+them). A handler receives a copy of the stored object (one copy per event, shared by
+the handlers of that event), or an object that has just left the store (the ``old`` of
+an update, the object of a delete). So handlers can never corrupt the cache, but must
+not mutate what they receive either, since sibling handlers may see the same copy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..client.interface import Client, FieldSel, Selector, WatchEvent
+from ..clock import Clock, RealClock
+from ..objects import GVK, Object, deep_copy, resource_version_of
+from ._reflector import Backoff, Reflector
+from ._store import (
+    NAMESPACE_INDEX,
+    DeletedFinalStateUnknown,
+    Indexer,
+    IndexFunc,
+    index_by_namespace,
+    object_key,
+)
+
+log = logging.getLogger(__name__)
+
+OnAdd = Callable[[Object], None]
+OnUpdate = Callable[[Object, Object], None]
+#: Receives the deleted object, or a :class:`DeletedFinalStateUnknown` wrapping it.
+OnDelete = Callable[[Any], None]
+TransformFunc = Callable[[Object], Object]
+
+
+class HandlerRegistration:
+    """A handle on handlers added with :meth:`SharedInformer.add_event_handler`."""
+
+    def __init__(
+        self,
+        on_add: OnAdd | None,
+        on_update: OnUpdate | None,
+        on_delete: OnDelete | None,
+        synced: bool,
+    ) -> None:
+        self.on_add = on_add
+        self.on_update = on_update
+        self.on_delete = on_delete
+        self._synced = synced
+
+    def has_synced(self) -> bool:
+        """True once the handler has been told about every object of the initial list."""
+        return self._synced
+
+
+class SharedInformer:
+    """Watches one kind into an :class:`Indexer` and notifies handlers of changes.
+
+    Args:
+        client: the API client to list and watch with.
+        gvk: the kind.
+        namespace: watch only this namespace (None: all namespaces).
+        label_selector / field_selector: watch only matching objects.
+        resync_period: if set, every period each handler gets ``on_update(obj, obj)``
+            for every object in the store (controller-runtime's ``SyncPeriod``).
+        indexers: named index functions to start with (``namespace`` is always present).
+        transform: applied to each object before it is stored (e.g. to drop
+            ``managedFields``); it may mutate and return its argument.
+        clock: drives backoff, watch deadlines and resyncs.
+        backoff / rng / min_watch_timeout: passed to the :class:`Reflector`.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        gvk: GVK,
+        *,
+        namespace: str | None = None,
+        label_selector: Selector = None,
+        field_selector: FieldSel = None,
+        resync_period: float | None = None,
+        indexers: Mapping[str, IndexFunc] | None = None,
+        transform: TransformFunc | None = None,
+        clock: Clock | None = None,
+        backoff: Backoff | None = None,
+        rng: random.Random | None = None,
+        min_watch_timeout: float = 300.0,
+        on_watch_error: Callable[[BaseException], None] | None = None,
+    ) -> None:
+        self.gvk = gvk
+        self.namespace = namespace
+        self.resync_period = resync_period
+        self._clock: Clock = clock or RealClock()
+        self._transform = transform
+        self.indexer = Indexer({NAMESPACE_INDEX: index_by_namespace})
+        if indexers:
+            self.indexer.add_indexers(indexers)
+        self.reflector = Reflector(
+            client,
+            gvk,
+            self,
+            namespace=namespace,
+            label_selector=label_selector,
+            field_selector=field_selector,
+            clock=self._clock,
+            backoff=backoff,
+            rng=rng,
+            min_watch_timeout=min_watch_timeout,
+            on_error=on_watch_error,
+        )
+        self._handlers: list[HandlerRegistration] = []
+        self._synced = asyncio.Event()
+        self._stopped = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def __repr__(self) -> str:
+        where = f" in {self.namespace}" if self.namespace else ""
+        return f"SharedInformer({self.gvk}{where})"
+
+    # -- handlers and indexers -------------------------------------------------------
+
+    def add_event_handler(
+        self,
+        on_add: OnAdd | None = None,
+        on_update: OnUpdate | None = None,
+        on_delete: OnDelete | None = None,
+    ) -> HandlerRegistration:
+        """Register handlers; they are told at once about every object already stored."""
+        reg = HandlerRegistration(on_add, on_update, on_delete, self.has_synced())
+        self._handlers.append(reg)
+        if on_add is not None:
+            for obj in self.indexer.list():
+                self._call(on_add, deep_copy(obj))
+        return reg
+
+    def remove_event_handler(self, registration: HandlerRegistration) -> None:
+        """Stop notifying ``registration``'s handlers."""
+        if registration in self._handlers:
+            self._handlers.remove(registration)
+
+    def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
+        """Add index functions; stored objects are indexed at once."""
+        self.indexer.add_indexers(indexers)
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def has_synced(self) -> bool:
+        """True once the first list has been stored and announced to the handlers."""
+        return self._synced.is_set()
+
+    async def wait_for_sync(self) -> bool:
+        """Wait until synced (True) or until the informer stops first (False)."""
+        if self._synced.is_set():
+            return True
+        synced = asyncio.ensure_future(self._synced.wait())
+        stopped = asyncio.ensure_future(self._stopped.wait())
+        try:
+            await asyncio.wait({synced, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            synced.cancel()
+            stopped.cancel()
+        return self._synced.is_set()
+
+    @property
+    def last_sync_resource_version(self) -> str:
+        """The resourceVersion the store is at."""
+        return self.reflector.last_sync_resource_version
+
+    @property
+    def running(self) -> bool:
+        """True between :meth:`start` and :meth:`stop`."""
+        return self._task is not None and not self._task.done()
+
+    def start(self) -> None:
+        """Run the informer in a background task (idempotent)."""
+        if self._task is not None:
+            return
+        self._task = asyncio.get_running_loop().create_task(
+            self.run(), name=f"informer {self.gvk.kind} {self.namespace or ''}".rstrip()
+        )
+
+    async def stop(self) -> None:
+        """Cancel the background task and wait for it to end."""
+        task = self._task
+        if task is None:
+            return
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    async def run(self) -> None:
+        """List and watch (and resync) until cancelled."""
+        resync: asyncio.Task[None] | None = None
+        if self.resync_period:
+            resync = asyncio.ensure_future(self._resync_loop(self.resync_period))
+        try:
+            await self.reflector.run()
+        finally:
+            if resync is not None:
+                resync.cancel()
+            self._stopped.set()
+
+    # -- the reflector's store interface --------------------------------------------
+
+    def replace(self, items: list[Object], resource_version: str) -> None:
+        """Store a list result: adds, updates (changed rv), and synthetic deletes."""
+        previous = {key: obj for key in self.indexer.list_keys()
+                    if (obj := self.indexer.get_by_key(key)) is not None}
+        fresh: dict[str, Object] = {}
+        for item in items:
+            obj = self._transformed(item)
+            fresh[object_key(obj)] = obj
+        try:
+            self.indexer.replace(fresh.values())
+        except Exception:
+            log.exception("%r: an index function failed; keeping the previous contents", self)
+            return
+        for key, obj in fresh.items():
+            old = previous.get(key)
+            if old is None:
+                self._notify_add(obj)
+            elif resource_version_of(old) != resource_version_of(obj):
+                self._notify_update(old, obj)
+        for key, old in previous.items():
+            if key not in fresh:
+                # Deleted while we were not watching: the last state we saw may be stale.
+                self._notify_delete(DeletedFinalStateUnknown(key, old))
+        if not self._synced.is_set():
+            self._synced.set()
+            for reg in self._handlers:
+                reg._synced = True
+
+    def apply(self, event: WatchEvent) -> None:
+        """Store one watch event and notify the handlers."""
+        obj = self._transformed(event.object)
+        key = object_key(obj)
+        old = self.indexer.get_by_key(key)
+        try:
+            if event.type == "DELETED":
+                self.indexer.delete_key(key)
+            else:
+                self.indexer.add(obj)
+        except Exception:
+            log.exception("%r: an index function failed on %s; event dropped", self, key)
+            return
+        if event.type == "DELETED":
+            # A delete for an object never seen (e.g. already relisted away) says nothing.
+            if old is not None:
+                self._notify_delete(obj)
+        elif old is None:
+            self._notify_add(obj)
+        else:
+            self._notify_update(old, obj)
+
+    # -- internals -------------------------------------------------------------------
+
+    def _transformed(self, obj: Object) -> Object:
+        if self._transform is None:
+            return obj
+        try:
+            return self._transform(obj)
+        except Exception:
+            log.exception("%r: transform failed; storing the object as received", self)
+            return obj
+
+    def _notify_add(self, stored: Object) -> None:
+        handlers = [r.on_add for r in self._handlers if r.on_add is not None]
+        if handlers:
+            out = deep_copy(stored)
+            for fn in handlers:
+                self._call(fn, out)
+
+    def _notify_update(self, old: Object, stored: Object) -> None:
+        handlers = [r.on_update for r in self._handlers if r.on_update is not None]
+        if handlers:
+            out = deep_copy(stored)
+            for fn in handlers:
+                self._call(fn, old, out)
+
+    def _notify_delete(self, gone: Object | DeletedFinalStateUnknown) -> None:
+        for reg in list(self._handlers):
+            if reg.on_delete is not None:
+                self._call(reg.on_delete, gone)
+
+    def _call(self, fn: Callable[..., None], *args: Any) -> None:
+        try:
+            fn(*args)
+        except Exception:
+            log.exception("%r: event handler %r failed", self, fn)
+
+    async def _resync_loop(self, period: float) -> None:
+        await self._synced.wait()
+        while True:
+            await self._clock.sleep(period)
+            handlers = [r.on_update for r in self._handlers if r.on_update is not None]
+            for stored in self.indexer.list():
+                out = deep_copy(stored)
+                for fn in handlers:
+                    self._call(fn, out, out)
