@@ -62,7 +62,8 @@ class CertWatcher:
     def ssl_context(self) -> ssl.SSLContext:
         """The context to listen with (fixed; it hands connections the current certificate)."""
         if self._listening is None:
-            self._listening = self._new_context()
+            # The first context; its SNI hook moves handshakes to later ones.
+            self._listening = self.current_context
         return self._listening
 
     @property
