@@ -63,11 +63,13 @@ CustomValidator = Validator[dict[str, Any]]
 class SupportsStatusCause(Protocol):
     """A field error that can describe itself as a ``metav1.StatusCause``.
 
-    ``str()`` is its full text (``<field>: <detail>``); :meth:`to_status_cause` gives
+    ``jobframework.field.FieldError`` is one (duck-typed: this layer sits below it).
+
+    ``str()`` is its full text (``<field>: <detail>``); :meth:`to_cause` gives
     ``{"reason": <CauseType>, "message": <detail>, "field": <path>}``.
     """
 
-    def to_status_cause(self) -> dict[str, Any]:
+    def to_cause(self) -> dict[str, Any]:
         """The ``StatusCause`` dict."""
 
 
@@ -124,7 +126,7 @@ def _cause(err: FieldErrorLike) -> dict[str, Any]:
         return {"message": err}
     if isinstance(err, Mapping):
         return dict(err)
-    return err.to_status_cause()
+    return err.to_cause()
 
 
 @attrs.frozen

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from jobframework import field
 from jobframework.runtime import errors
 from jobframework.webhook import (
     AdmissionRequest,
@@ -54,7 +55,7 @@ class FieldError:
     def __str__(self) -> str:
         return f"{self.field}: {self.body}"
 
-    def to_status_cause(self) -> dict[str, Any]:
+    def to_cause(self) -> dict[str, Any]:
         return {"reason": self.cause_type, "message": self.body, "field": self.field}
 
 
@@ -200,3 +201,24 @@ async def test_codec_gives_validators_typed_objects(make_request: Any, job: Any)
 )
 def test_aggregate_message(messages: list[str], text: str) -> None:
     assert aggregate_message(messages) == text
+
+
+async def test_jobframework_field_errors_work_both_ways(make_request: Any, job: Any) -> None:
+    path = field.new_path("metadata", "labels").key("kueue.x-k8s.io/queue-name")
+    errs = field.ErrorList([field.invalid(path, "x", "field is immutable"),
+                            field.forbidden(field.new_path("spec", "parallelism"), "nope")])
+    expected_text = (f'[{QUEUE_PATH}: Invalid value: "x": field is immutable, '
+                     "spec.parallelism: Forbidden: nope]")
+    # Kueue's `return nil, allErrs.ToAggregate()`: a 403 with the aggregate text.
+    aggregate = errs.to_aggregate()
+    assert aggregate is not None
+    resp = await with_custom_validator(RecordingValidator(aggregate)).handle(
+        make_request("CREATE", job()))
+    assert (resp.code, resp.reason, resp.message) == (403, "Forbidden", expected_text)
+    # The same list through ValidationError: same text, and causes for a 422.
+    assert str(ValidationError(errs)) == expected_text
+    invalid = ValidationError(errs).to_invalid("Job", "job", "batch")
+    resp = await with_custom_validator(RecordingValidator(invalid)).handle(
+        make_request("CREATE", job()))
+    assert (resp.code, resp.reason) == (422, "Invalid")
+    assert resp.causes == errs.to_causes()
