@@ -72,6 +72,12 @@ class CertWatcher:
         assert self._current is not None  # set by read_certificate() in __init__
         return self._current
 
+    @property
+    def certificate_pem(self) -> bytes:
+        """The PEM of the certificate served to new connections."""
+        assert self._loaded is not None  # set by read_certificate() in __init__
+        return self._loaded[0]
+
     def register_callback(self, callback: Callable[[], None]) -> None:
         """Call ``callback()`` after each certificate change."""
         self._callbacks.append(callback)
