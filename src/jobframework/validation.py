@@ -1,0 +1,474 @@
+"""Webhook validation of Kueue's job labels and annotations (``validation.go``), plus the
+job-metadata accessors of ``utils.go`` and the Kubernetes name checks they rely on.
+
+Rules, field paths and messages are Kueue's: e.g. a bad queue name gives
+``metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "a_b": a lowercase RFC 1123
+subdomain must consist of ...``. Functions take a :class:`~jobframework.interface.GenericJob`
+(or, for the metadata helpers, the raw object) and the feature gates to apply.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from . import constants as c
+from .constants import DEFAULT_FEATURES, FeatureGate, FeatureGates
+from .field import (
+    FIELD_IMMUTABLE_ERROR_MSG,
+    ErrorList,
+    Path,
+    forbidden,
+    go_quote,
+    invalid,
+    new_path,
+    required,
+    too_long,
+    validate_immutable_field,
+)
+from .interface import GenericJob
+from .runtime.objects import GVK, annotations_of, labels_of
+
+# --- Kubernetes name checks (apimachinery util/validation) --------------------------------
+
+DNS1123_LABEL_MAX_LENGTH: Final = 63
+DNS1123_SUBDOMAIN_MAX_LENGTH: Final = 253
+_DNS1123_LABEL_FMT: Final = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1123_SUBDOMAIN_FMT: Final = _DNS1123_LABEL_FMT + "(\\." + _DNS1123_LABEL_FMT + ")*"
+_DNS1123_LABEL_MSG: Final = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character")
+_DNS1123_SUBDOMAIN_MSG: Final = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
+    "'-' or '.', and must start and end with an alphanumeric character")
+_QUALIFIED_NAME_FMT: Final = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_LABEL_VALUE_MSG: Final = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "
+    "or '.', and must start and end with an alphanumeric character")
+_HTTP_PATH_FMT: Final = "[A-Za-z0-9/\\-._~%!$&'()*+,;=:]+"
+
+
+def regex_error(msg: str, fmt: str, *examples: str) -> str:
+    """apimachinery's ``RegexError`` text."""
+    if not examples:
+        return f"{msg} (regex used for validation is '{fmt}')"
+    shown = " or ".join(f"'{e}', " for e in examples)
+    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
+
+
+def max_len_error(length: int) -> str:
+    """apimachinery's ``MaxLenError`` text."""
+    return f"must be no more than {length} characters"
+
+
+def _full(fmt: str, value: str) -> bool:
+    # Go's ^...$ never matches before a trailing newline, unlike Python's $.
+    return re.fullmatch(fmt, value) is not None
+
+
+def is_dns1123_label(value: str) -> list[str]:
+    """``IsDNS1123Label``: error strings, empty when valid."""
+    errs: list[str] = []
+    if len(value) > DNS1123_LABEL_MAX_LENGTH:
+        errs.append(max_len_error(DNS1123_LABEL_MAX_LENGTH))
+    if not _full(_DNS1123_LABEL_FMT, value):
+        if _full(_DNS1123_SUBDOMAIN_FMT, value):
+            errs.append("must not contain dots")
+        else:
+            errs.append(regex_error(_DNS1123_LABEL_MSG, _DNS1123_LABEL_FMT, "my-name", "123-abc"))
+    return errs
+
+
+def is_dns1123_subdomain(value: str) -> list[str]:
+    """``IsDNS1123Subdomain``: error strings, empty when valid."""
+    errs: list[str] = []
+    if len(value) > DNS1123_SUBDOMAIN_MAX_LENGTH:
+        errs.append(max_len_error(DNS1123_SUBDOMAIN_MAX_LENGTH))
+    if not _full(_DNS1123_SUBDOMAIN_FMT, value):
+        errs.append(regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com"))
+    return errs
+
+
+def is_valid_label_value(value: str) -> list[str]:
+    """``IsValidLabelValue``: error strings, empty when valid."""
+    errs: list[str] = []
+    if len(value) > c.LABEL_VALUE_MAX_LENGTH:
+        errs.append(max_len_error(c.LABEL_VALUE_MAX_LENGTH))
+    if not _full(f"({_QUALIFIED_NAME_FMT})?", value):
+        errs.append(regex_error(_LABEL_VALUE_MSG, f"({_QUALIFIED_NAME_FMT})?",
+                                "MyValue", "my_value", "12345"))
+    return errs
+
+
+def is_domain_prefixed_path(path: Path | str, value: str) -> ErrorList:
+    """``IsDomainPrefixedPath``: ``acme.io/foo`` style names (Job ``managedBy`` rule)."""
+    errs = ErrorList()
+    if not value:
+        errs.append(required(path, ""))
+        return errs
+    host, sep, rest = value.partition("/")
+    if not sep or not host or not rest:
+        errs.append(invalid(path, value,
+                            'must be a domain-prefixed path (such as "acme.io/foo")'))
+        return errs
+    errs.extend(invalid(path, host, e) for e in is_dns1123_subdomain(host))
+    if not _full(_HTTP_PATH_FMT, rest):
+        errs.append(invalid(path, rest, regex_error("Invalid path", _HTTP_PATH_FMT)))
+    return errs
+
+
+def go_atoi(text: str) -> int:
+    """Go's ``strconv.Atoi``; raises ``ValueError`` with Go's message."""
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
+        raise ValueError(f"strconv.Atoi: parsing {go_quote(text)}: invalid syntax")
+    value = int(text)
+    if not -(2**63) <= value < 2**63:
+        raise ValueError(f"strconv.Atoi: parsing {go_quote(text)}: value out of range")
+    return value
+
+
+# --- job metadata accessors (utils.go) -----------------------------------------------------
+
+
+def queue_name_for_object(obj: Mapping[str, Any]) -> str:
+    """The ``kueue.x-k8s.io/queue-name`` label, or ``""``."""
+    return labels_of(obj).get(c.QUEUE_LABEL, "")
+
+
+def queue_name(job: GenericJob) -> str:
+    """The job's LocalQueue name (``QueueName``)."""
+    return queue_name_for_object(job.object())
+
+
+def maximum_execution_time_seconds_for_object(obj: Mapping[str, Any]) -> int | None:
+    """The max-exec-time label as a positive int32, else None (unset, unparsable or <= 0)."""
+    text = labels_of(obj).get(c.MAX_EXEC_TIME_SECONDS_LABEL)
+    if text is None or not re.fullmatch(r"[+-]?[0-9]+", text):
+        return None
+    value = int(text)
+    if value <= 0 or value >= 2**31:
+        return None
+    return value
+
+
+def maximum_execution_time_seconds(job: GenericJob) -> int | None:
+    """``MaximumExecutionTimeSeconds`` of a job."""
+    return maximum_execution_time_seconds_for_object(job.object())
+
+
+def workload_priority_class_name(obj: Mapping[str, Any]) -> str:
+    """The ``kueue.x-k8s.io/priority-class`` label, or ``""``."""
+    return labels_of(obj).get(c.WORKLOAD_PRIORITY_CLASS_LABEL, "")
+
+
+def is_workload_priority_class_name_empty(obj: Mapping[str, Any]) -> bool:
+    """No (or an empty) priority-class label."""
+    return workload_priority_class_name(obj) == ""
+
+
+def workload_slice_enabled(
+    obj: Mapping[str, Any] | None, *, features: FeatureGates = DEFAULT_FEATURES
+) -> bool:
+    """Elastic job: gate ``ElasticJobsViaWorkloadSlices`` and annotation ``elastic-job: "true"``."""
+    if obj is None:
+        return False
+    return (features.enabled(FeatureGate.ELASTIC_JOBS_VIA_WORKLOAD_SLICES)
+            and annotations_of(obj).get(c.ELASTIC_JOB_ANNOTATION) == c.ELASTIC_JOB_ANNOTATION_VALUE)
+
+
+def _prebuilt_in_annotation(obj: Mapping[str, Any], features: FeatureGates) -> bool:
+    ann = annotations_of(obj).get(c.PREBUILT_WORKLOAD_ANNOTATION, "")
+    return bool(ann) and (features.enabled(FeatureGate.WORKLOAD_IDENTIFIER_ANNOTATIONS)
+                          or len(ann) > c.LABEL_VALUE_MAX_LENGTH)
+
+
+def prebuilt_workload_name_for(
+    obj: Mapping[str, Any], *, features: FeatureGates = DEFAULT_FEATURES
+) -> str:
+    """The prebuilt Workload a job names (``PrebuiltWorkloadNameFor``), or ``""``.
+
+    With ``WorkloadIdentifierAnnotations`` the annotation wins over the label; without, the
+    label wins and the annotation counts only when longer than 63 characters.
+    """
+    ann = annotations_of(obj).get(c.PREBUILT_WORKLOAD_ANNOTATION, "")
+    label = labels_of(obj).get(c.PREBUILT_WORKLOAD_LABEL, "")
+    if features.enabled(FeatureGate.WORKLOAD_IDENTIFIER_ANNOTATIONS):
+        return ann or label
+    if label:
+        return label
+    return ann if len(ann) > c.LABEL_VALUE_MAX_LENGTH else ""
+
+
+def set_prebuilt_workload_name(
+    obj: dict[str, Any], name: str, *, features: FeatureGates = DEFAULT_FEATURES
+) -> None:
+    """Write the prebuilt name as annotation (gate on, or > 63 chars) or label."""
+    meta = obj.setdefault("metadata", {})
+    if features.enabled(FeatureGate.WORKLOAD_IDENTIFIER_ANNOTATIONS) or (
+            len(name) > c.LABEL_VALUE_MAX_LENGTH):
+        meta.setdefault("annotations", {})[c.PREBUILT_WORKLOAD_ANNOTATION] = name
+    else:
+        meta.setdefault("labels", {})[c.PREBUILT_WORKLOAD_LABEL] = name
+
+
+def set_multikueue_meta(
+    obj: dict[str, Any], workload_name: str, origin: str,
+    *, features: FeatureGates = DEFAULT_FEATURES,
+) -> None:
+    """Label the MultiKueue origin and set the prebuilt workload name (``SetMultiKueueMeta``)."""
+    obj.setdefault("metadata", {}).setdefault("labels", {})[c.MULTIKUEUE_ORIGIN_LABEL] = origin
+    set_prebuilt_workload_name(obj, workload_name, features=features)
+
+
+# --- validation.go ---------------------------------------------------------------------------
+
+METADATA_PATH: Final = new_path("metadata")
+LABELS_PATH: Final = METADATA_PATH.child("labels")
+ANNOTATIONS_PATH: Final = METADATA_PATH.child("annotations")
+QUEUE_NAME_LABEL_PATH: Final = LABELS_PATH.key(c.QUEUE_LABEL)
+MAX_EXEC_TIME_LABEL_PATH: Final = LABELS_PATH.key(c.MAX_EXEC_TIME_SECONDS_LABEL)
+WORKLOAD_PRIORITY_CLASS_NAME_PATH: Final = LABELS_PATH.key(c.WORKLOAD_PRIORITY_CLASS_LABEL)
+PREBUILT_WORKLOAD_LABEL_PATH: Final = LABELS_PATH.key(c.PREBUILT_WORKLOAD_LABEL)
+PREBUILT_WORKLOAD_ANNOTATION_PATH: Final = ANNOTATIONS_PATH.key(c.PREBUILT_WORKLOAD_ANNOTATION)
+ELASTIC_JOB_ANNOTATION_PATH: Final = ANNOTATIONS_PATH.key(c.ELASTIC_JOB_ANNOTATION)
+ADMISSION_GATED_BY_PATH: Final = ANNOTATIONS_PATH.key(c.ADMISSION_GATED_BY_ANNOTATION)
+
+#: Kinds that may use the elastic-job annotation (``str(gvk)`` form).
+SUPPORTED_ELASTIC_JOB_GVKS: Final = frozenset({
+    "batch/v1, Kind=Job", "ray.io/v1, Kind=RayCluster", "ray.io/v1, Kind=RayJob",
+    "ray.io/v1, Kind=RayService",
+})
+#: Kinds that may name a prebuilt Workload (``str(gvk)`` form).
+SUPPORTED_PREBUILT_WORKLOAD_GVKS: Final = frozenset({
+    "batch/v1, Kind=Job", "jobset.x-k8s.io/v1alpha2, Kind=JobSet",
+    "kubeflow.org/v1, Kind=TFJob", "kubeflow.org/v1, Kind=PaddleJob",
+    "kubeflow.org/v1, Kind=PyTorchJob", "kubeflow.org/v1, Kind=XGBoostJob",
+    "trainer.kubeflow.org/v1alpha1, Kind=TrainJob", "kubeflow.org/v2beta1, Kind=MPIJob",
+    "ray.io/v1, Kind=RayJob", "/v1, Kind=Pod", "ray.io/v1, Kind=RayCluster",
+    "ray.io/v1, Kind=RayService", "workload.codeflare.dev/v1beta2, Kind=AppWrapper",
+})
+
+
+def validate_label_as_crd_name(obj: Mapping[str, Any], key: str) -> ErrorList:
+    """If the label is present its value must be a DNS-1123 subdomain."""
+    errs = ErrorList()
+    labels = labels_of(obj)
+    if key in labels:
+        problems = is_dns1123_subdomain(labels[key])
+        if problems:
+            errs.append(invalid(LABELS_PATH.key(key), labels[key], ",".join(problems)))
+    return errs
+
+
+def validate_annotation_as_crd_name(obj: Mapping[str, Any], key: str) -> ErrorList:
+    """If the annotation is present its value must be a DNS-1123 subdomain."""
+    errs = ErrorList()
+    annotations = annotations_of(obj)
+    if key in annotations:
+        problems = is_dns1123_subdomain(annotations[key])
+        if problems:
+            errs.append(invalid(ANNOTATIONS_PATH.key(key), annotations[key], ",".join(problems)))
+    return errs
+
+
+def validate_queue_name(obj: Mapping[str, Any]) -> ErrorList:
+    """The queue-name label, when present, is a valid LocalQueue name."""
+    return validate_label_as_crd_name(obj, c.QUEUE_LABEL)
+
+
+def get_prebuilt_workload_path(
+    obj: Mapping[str, Any], *, features: FeatureGates = DEFAULT_FEATURES
+) -> Path:
+    """The field path of the prebuilt name: the annotation when it is the one in use."""
+    if _prebuilt_in_annotation(obj, features):
+        return PREBUILT_WORKLOAD_ANNOTATION_PATH
+    return PREBUILT_WORKLOAD_LABEL_PATH
+
+
+def validate_prebuilt_workload_name(
+    obj: Mapping[str, Any], *, features: FeatureGates = DEFAULT_FEATURES
+) -> ErrorList:
+    """The prebuilt name (annotation or label, whichever is in use) is a DNS-1123 subdomain."""
+    if _prebuilt_in_annotation(obj, features):
+        return validate_annotation_as_crd_name(obj, c.PREBUILT_WORKLOAD_ANNOTATION)
+    return validate_label_as_crd_name(obj, c.PREBUILT_WORKLOAD_LABEL)
+
+
+def validate_elastic_job_annotation(
+    obj: Mapping[str, Any], gvk: GVK, *, features: FeatureGates = DEFAULT_FEATURES
+) -> ErrorList:
+    """The elastic-job annotation is only for Job and the Ray kinds."""
+    if not workload_slice_enabled(obj, features=features):
+        return ErrorList()
+    if str(gvk) not in SUPPORTED_ELASTIC_JOB_GVKS:
+        return ErrorList([forbidden(
+            ELASTIC_JOB_ANNOTATION_PATH, f"elastic job is not supported for {go_quote(str(gvk))}")])
+    return ErrorList()
+
+
+def parse_csv(value: str) -> list[str]:
+    """Kueue's ``csv.Parse``: comma-split, each part trimmed; blank input is empty."""
+    if not value.strip():
+        return []
+    return [p.strip() for p in value.split(",")]
+
+
+def _validate_admission_gated_by_format(value: str) -> ErrorList:
+    errs = ErrorList()
+    if not value:
+        return errs
+    seen: set[str] = set()
+    for gate in parse_csv(value):
+        if not gate:
+            errs.append(invalid(ADMISSION_GATED_BY_PATH, value, "cannot contain empty gate names"))
+            continue
+        if gate in seen:
+            errs.append(invalid(ADMISSION_GATED_BY_PATH, value, f"duplicate gate name: {gate}"))
+            continue
+        seen.add(gate)
+        errs.extend(is_domain_prefixed_path(ADMISSION_GATED_BY_PATH, gate))
+        if len(gate) > c.MAX_GATE_NAME_LENGTH_FOR_ADMISSION_GATED_BY:
+            errs.append(too_long(ADMISSION_GATED_BY_PATH, "",
+                                 c.MAX_GATE_NAME_LENGTH_FOR_ADMISSION_GATED_BY))
+    return errs
+
+
+def validate_admission_gated_by_annotation_on_create(obj: Mapping[str, Any]) -> ErrorList:
+    """Format of ``kueue.x-k8s.io/admission-gated-by``: non-empty, unique, domain-prefixed."""
+    return _validate_admission_gated_by_format(
+        annotations_of(obj).get(c.ADMISSION_GATED_BY_ANNOTATION, ""))
+
+
+def validate_admission_gated_by_annotation_on_update(
+    old: Mapping[str, Any], new: Mapping[str, Any]
+) -> ErrorList:
+    """Gates cannot be added after creation; they can only be removed."""
+    old_val = annotations_of(old).get(c.ADMISSION_GATED_BY_ANNOTATION, "")
+    new_val = annotations_of(new).get(c.ADMISSION_GATED_BY_ANNOTATION, "")
+    errs = ErrorList()
+    if not old_val and new_val:
+        errs.append(forbidden(ADMISSION_GATED_BY_PATH, "cannot add admission gate after creation"))
+    if old_val and new_val:
+        old_gates = parse_csv(old_val)
+        if any(g not in old_gates for g in parse_csv(new_val)):
+            errs.append(forbidden(ADMISSION_GATED_BY_PATH,
+                                  "can only remove gates, not add new ones"))
+    errs.extend(_validate_admission_gated_by_format(new_val))
+    return errs
+
+
+def _validate_create_for_prebuilt_workload(job: GenericJob, features: FeatureGates) -> ErrorList:
+    obj = job.object()
+    errs = validate_prebuilt_workload_name(obj, features=features)
+    if prebuilt_workload_name_for(obj, features=features):
+        gvk = str(job.gvk())
+        if gvk not in SUPPORTED_PREBUILT_WORKLOAD_GVKS:
+            errs.append(forbidden(get_prebuilt_workload_path(obj, features=features),
+                                  f"Is not supported for {go_quote(gvk)}"))
+    return errs
+
+
+def _validate_create_for_max_exec_time(job: GenericJob) -> ErrorList:
+    labels = labels_of(job.object())
+    if c.MAX_EXEC_TIME_SECONDS_LABEL not in labels:
+        return ErrorList()
+    text = labels[c.MAX_EXEC_TIME_SECONDS_LABEL]
+    try:
+        value = go_atoi(text)
+    except ValueError as err:
+        return ErrorList([invalid(MAX_EXEC_TIME_LABEL_PATH, text, str(err))])
+    if value <= 0:
+        return ErrorList([invalid(MAX_EXEC_TIME_LABEL_PATH, value, "should be greater than 0")])
+    return ErrorList()
+
+
+def validate_job_on_create(
+    job: GenericJob, *, features: FeatureGates = DEFAULT_FEATURES
+) -> ErrorList:
+    """Every create-time rule of Kueue's ``ValidateJobOnCreate``, in Kueue's order."""
+    obj = job.object()
+    errs = validate_queue_name(obj)
+    errs.extend(_validate_create_for_prebuilt_workload(job, features))
+    errs.extend(_validate_create_for_max_exec_time(job))
+    errs.extend(validate_elastic_job_annotation(obj, job.gvk(), features=features))
+    if features.enabled(FeatureGate.ADMISSION_GATED_BY):
+        errs.extend(validate_admission_gated_by_annotation_on_create(obj))
+    return errs
+
+
+def should_validate_ray_or_spark_job_on_update(
+    old_job: GenericJob, new_job: GenericJob, manage_jobs_without_queue_name: bool,
+    *, features: FeatureGates = DEFAULT_FEATURES,
+) -> bool:
+    """Update validation applies to managed jobs, and to jobs that were managed before."""
+    if manage_jobs_without_queue_name or queue_name(new_job):
+        return True
+    return (features.enabled(FeatureGate.VALIDATE_RAY_AND_SPARK_JOB_UPDATES)
+            and queue_name(old_job) != "")
+
+
+def validate_update_for_workload_priority_class_name(
+    is_suspended: bool, old: Mapping[str, Any], new: Mapping[str, Any]
+) -> ErrorList:
+    """A priority class cannot be added to a running job, nor removed from any job."""
+    if (not is_suspended and is_workload_priority_class_name_empty(old)
+            and not is_workload_priority_class_name_empty(new)):
+        return ErrorList([invalid(
+            WORKLOAD_PRIORITY_CLASS_NAME_PATH, workload_priority_class_name(new),
+            "WorkloadPriorityClass cannot be added to a non-suspended workload")])
+    if (is_workload_priority_class_name_empty(new)
+            and not is_workload_priority_class_name_empty(old)):
+        return ErrorList([invalid(WORKLOAD_PRIORITY_CLASS_NAME_PATH,
+                                  workload_priority_class_name(new),
+                                  "WorkloadPriorityClass cannot be removed from a workload")])
+    return ErrorList()
+
+
+def validate_job_on_update(
+    old_job: GenericJob,
+    new_job: GenericJob,
+    default_queue_exist: Callable[[str], bool],
+    *,
+    features: FeatureGates = DEFAULT_FEATURES,
+) -> ErrorList:
+    """Every update-time rule of Kueue's ``ValidateJobOnUpdate``, in Kueue's order.
+
+    ``default_queue_exist(namespace)`` tells whether the namespace has a ``default``
+    LocalQueue (then the queue-name label cannot be removed).
+    """
+    old, new = old_job.object(), new_job.object()
+    errs = ErrorList()
+    # Queue name.
+    if not new_job.is_suspended():
+        errs.extend(validate_immutable_field(queue_name(new_job), queue_name(old_job),
+                                             QUEUE_NAME_LABEL_PATH))
+    if (queue_name(new_job) == "" and queue_name(old_job) != ""
+            and default_queue_exist(str((old.get("metadata") or {}).get("namespace") or ""))):
+        errs.append(invalid(QUEUE_NAME_LABEL_PATH, "",
+                            "queue-name must not be empty in namespace with default queue"))
+    # Prebuilt workload.
+    if new_job.is_suspended() or workload_slice_enabled(old, features=features):
+        errs.extend(_validate_create_for_prebuilt_workload(new_job, features))
+    else:
+        errs.extend(validate_immutable_field(
+            prebuilt_workload_name_for(new, features=features),
+            prebuilt_workload_name_for(old, features=features),
+            get_prebuilt_workload_path(new, features=features)))
+    # Maximum execution time.
+    if not new_job.is_suspended() or not old_job.is_suspended():
+        errs.extend(validate_immutable_field(
+            labels_of(new).get(c.MAX_EXEC_TIME_SECONDS_LABEL, ""),
+            labels_of(old).get(c.MAX_EXEC_TIME_SECONDS_LABEL, ""),
+            MAX_EXEC_TIME_LABEL_PATH))
+    # Workload priority class.
+    errs.extend(validate_update_for_workload_priority_class_name(
+        new_job.is_suspended(), old, new))
+    # Elastic toggle.
+    old_elastic = workload_slice_enabled(old, features=features)
+    new_elastic = workload_slice_enabled(new, features=features)
+    if old_elastic != new_elastic:
+        errs.append(invalid(ELASTIC_JOB_ANNOTATION_PATH, new_elastic, FIELD_IMMUTABLE_ERROR_MSG))
+    if features.enabled(FeatureGate.ADMISSION_GATED_BY):
+        errs.extend(validate_admission_gated_by_annotation_on_update(old, new))
+    return errs
