@@ -38,7 +38,6 @@ JsonPatchOperation = dict[str, Any]
 #: ``AdmissionReview`` request dict in, an ``AdmissionReview`` response dict out.
 AdmissionHook = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
-ADMISSION_GROUP = "admission.k8s.io"
 #: AdmissionReview versions accepted; the answer echoes the one the request used.
 SUPPORTED_REVIEW_VERSIONS = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
 PATCH_TYPE_JSON_PATCH = "JSONPatch"

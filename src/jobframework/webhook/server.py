@@ -42,14 +42,14 @@ DEFAULT_CERT_DIR = Path(tempfile.gettempdir()) / "k8s-webhook-server" / "serving
 class WebhookServer:
     """Serves registered admission handlers over HTTPS.
 
-    Embed it in a manager (it does not need leader election: every replica answers)
-    or run it alone::
+    Add it to a manager (``manager.add(server)``; it does not need leader election:
+    every replica answers) or run it alone::
 
         server = WebhookServer(cert_dir="/tmp/k8s-webhook-server/serving-certs", port=9443,
                                host="0.0.0.0")
         server.register("/mutate-batch-v1-job", with_custom_defaulter(JobDefaulter()))
-        async with server:
-            ...  # serving until the block ends
+        async with server:  # listen() ... stop()
+            ...
 
     ``port=0`` picks a free port (see :attr:`port`). Stopping waits up to
     ``shutdown_timeout`` seconds for requests in flight.
@@ -87,6 +87,7 @@ class WebhookServer:
         self._watcher: CertWatcher | None = None
         self._watch_task: asyncio.Task[None] | None = None
         self._started = False
+        self._listening = asyncio.Event()
         #: Request counters, latencies and in-flight gauges (``metrics_registry`` or own).
         self.metrics = WebhookMetrics(metrics_registry)
 
@@ -125,7 +126,7 @@ class WebhookServer:
 
     @property
     def started(self) -> bool:
-        """True between a successful :meth:`start` and :meth:`stop`."""
+        """True between a successful :meth:`listen` and :meth:`stop`."""
         return self._started
 
     @property
@@ -153,7 +154,7 @@ class WebhookServer:
         """False: webhooks are served by every replica, leader or not."""
         return False
 
-    async def start(self) -> None:
+    async def listen(self) -> None:
         """Load the certificate, listen, and start watching the certificate files.
 
         Returns once the server accepts connections. Raises ``OSError``/``ssl.SSLError``
@@ -184,11 +185,29 @@ class WebhookServer:
         self._watcher = watcher
         self._watch_task = asyncio.create_task(watcher.run(), name="webhook-certwatcher")
         self._started = True
+        self._listening.set()
         log.info("serving webhooks on %s", self.url())
+
+    async def start(self) -> None:
+        """Serve until cancelled, then stop gracefully: the manager's ``Runnable`` contract.
+
+        ``manager.add(server)`` runs it (before leader election: see
+        :meth:`need_leader_election`); :meth:`wait_started` tells when it listens.
+        """
+        await self.listen()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await asyncio.shield(self.stop())
+
+    async def wait_started(self) -> None:
+        """Return once the server listens (e.g. to read :attr:`port` under a manager)."""
+        await self._listening.wait()
 
     async def stop(self) -> None:
         """Stop accepting connections, let requests in flight finish, release the port."""
         self._started = False
+        self._listening.clear()
         task, self._watch_task = self._watch_task, None
         if task is not None:
             task.cancel()
@@ -198,16 +217,8 @@ class WebhookServer:
         if runner is not None:
             await runner.cleanup()
 
-    async def run(self) -> None:
-        """Serve until cancelled (a manager runnable), then stop gracefully."""
-        await self.start()
-        try:
-            await asyncio.Event().wait()
-        finally:
-            await asyncio.shield(self.stop())
-
     async def __aenter__(self) -> WebhookServer:
-        await self.start()
+        await self.listen()
         return self
 
     async def __aexit__(

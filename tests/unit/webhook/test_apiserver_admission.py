@@ -123,7 +123,7 @@ async def test_in_process_hooks_mutate_and_deny(webhooks: WebhookServer) -> None
 
 async def test_the_same_through_https(webhooks: WebhookServer,
                                       client_ssl: ssl.SSLContext) -> None:
-    await webhooks.start()
+    await webhooks.listen()
 
     def over_https(path: str) -> AdmissionHook:
         async def call(review: dict[str, Any]) -> dict[str, Any]:

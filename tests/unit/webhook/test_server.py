@@ -15,6 +15,8 @@ import pytest
 
 from jobframework.runtime import errors
 from jobframework.runtime.clock import ManualClock
+from jobframework.runtime.manager import Manager
+from jobframework.testing import APIServer
 from jobframework.webhook import (
     AdmissionRequest,
     AdmissionResponse,
@@ -82,7 +84,7 @@ def review_for(make_request: Any, op: str, obj: Any, old: Any = None) -> dict[st
 async def running(server: WebhookServer) -> WebhookServer:
     server.register("/mutate-batch-v1-job", with_custom_defaulter(Suspender()))
     server.register("/validate-batch-v1-job", with_custom_validator(NameValidator()))
-    await server.start()
+    await server.listen()
     return server
 
 
@@ -240,7 +242,7 @@ async def test_started_checker(server: WebhookServer) -> None:
     with pytest.raises(RuntimeError, match="has not been started yet"):
         await check()
     server.register("/v", with_custom_validator(NameValidator()))
-    await server.start()
+    await server.listen()
     await check()
     assert server.need_leader_election() is False
     await server.stop()
@@ -259,7 +261,7 @@ async def test_stop_waits_for_requests_in_flight(
         return allowed("finished")
 
     server.register("/slow", HandlerFunc(slow))
-    await server.start()
+    await server.listen()
     url = server.url("/slow")
     in_flight = asyncio.create_task(post(url, review_for(make_request, "CREATE", job()),
                                          client_ssl))
@@ -275,14 +277,11 @@ async def test_stop_waits_for_requests_in_flight(
         await post(url, {}, client_ssl)
 
 
-async def test_run_serves_until_cancelled(server: WebhookServer, client_ssl: ssl.SSLContext,
-                                          make_request: Any, job: Any) -> None:
+async def test_start_serves_until_cancelled(server: WebhookServer, client_ssl: ssl.SSLContext,
+                                            make_request: Any, job: Any) -> None:
     server.register("/v", with_custom_validator(NameValidator()))
-    task = asyncio.create_task(server.run())
-    for _ in range(200):
-        if server.started:
-            break
-        await asyncio.sleep(0.005)
+    task = asyncio.create_task(server.start())
+    await asyncio.wait_for(server.wait_started(), 5)
     status, _ = await post(server.url("/v"), review_for(make_request, "CREATE", job()),
                            client_ssl)
     assert status == 200
@@ -290,12 +289,33 @@ async def test_run_serves_until_cancelled(server: WebhookServer, client_ssl: ssl
     with pytest.raises(asyncio.CancelledError):
         await task
     assert not server.started
+    with pytest.raises(RuntimeError, match="not listening"):
+        server.url("/v")
+
+
+async def test_runs_as_a_manager_runnable(server: WebhookServer, client_ssl: ssl.SSLContext,
+                                          make_request: Any, job: Any) -> None:
+    api = APIServer(ManualClock())
+    manager = Manager(api.client(), clock=api.clock)
+    server.register("/v", with_custom_validator(NameValidator()))
+    manager.add(server)
+    manager.add_readyz_check("webhook", server.started_checker())
+    assert (await manager.check_ready())[0] == 500
+    running = asyncio.create_task(manager.start())
+    await asyncio.wait_for(server.wait_started(), 5)
+    assert await manager.check_ready() == (200, "ok")
+    status, _ = await post(server.url("/v"), review_for(make_request, "CREATE", job()),
+                           client_ssl)
+    assert status == 200
+    await manager.stop()
+    await running
+    assert not server.started
 
 
 async def test_missing_certificates_fail_start(tmp_path: Path) -> None:
     srv = WebhookServer(cert_dir=tmp_path / "empty")
     with pytest.raises(FileNotFoundError):
-        await srv.start()
+        await srv.listen()
     assert not srv.started
 
 
