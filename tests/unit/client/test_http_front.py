@@ -217,6 +217,9 @@ async def test_in_memory_and_http_clients_agree(server: APIServer, rest: RestCli
         lambda c: c.update_status({**job("j"), "status": {"active": 1}}),
         lambda c: c.delete(CM, "zzz", namespace="default"),
         lambda c: c.delete(CM, "a", namespace="default"),
+        lambda c: c.get(CM, "a"),  # namespaced kind, no namespace
+        lambda c: c.create({**cm("n"), "metadata": {"name": "n"}}),
+        lambda c: c.list(CM, label_selector="a in ("),
     ]
     for i, op in enumerate(ops):
         assert await outcome(rest, op) == await outcome(direct, op), f"operation {i}"

@@ -131,9 +131,16 @@ async def test_get_not_found_raises_typed_error(fake_api: FakeAPI, client: RestC
         await client.get(JOB, "j", namespace="ns")
 
 
-async def test_named_request_on_namespaced_kind_needs_namespace(client: RestClient) -> None:
-    with pytest.raises(errors.BadRequest, match="namespace is required"):
+async def test_named_request_on_namespaced_kind_needs_namespace(
+    fake_api: FakeAPI, client: RestClient
+) -> None:
+    with pytest.raises(errors.NotFound, match='pods "p" not found'):
         await client.get(POD, "p")
+    with pytest.raises(errors.NotFound, match=r'jobs\.batch "j" not found'):
+        await client.delete(JOB, "j")
+    with pytest.raises(errors.BadRequest, match=r"no metadata\.namespace"):
+        await client.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}})
+    assert fake_api.calls() == []  # refused without a round trip
 
 
 async def test_list_sends_selectors_and_fills_type_meta(

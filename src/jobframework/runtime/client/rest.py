@@ -451,21 +451,27 @@ class RestClient:
         return await self._mapper.rest_mapping(gvk)
 
     @staticmethod
-    def _named_namespace(mapping: RESTMapping, namespace: str | None) -> str | None:
+    def _named_namespace(mapping: RESTMapping, namespace: str | None, name: str,
+                         *, creating: bool = False) -> str | None:
+        # A namespaced object outside any namespace has no URL; answer as the in-memory
+        # server does (and as the apiserver's 404 for such a path): BadRequest on create,
+        # NotFound otherwise, without a round trip.
         if not mapping.namespaced:
             return None
-        if not namespace:
-            raise errors.BadRequest(
-                f"a namespace is required for namespaced resource {mapping.resource.resource!r}"
-            )
-        return namespace
+        if namespace:
+            return namespace
+        gvr = mapping.resource
+        if creating:
+            raise errors.BadRequest("the object has no metadata.namespace; namespaced kinds "
+                                    "must be created in a namespace")
+        raise errors.new_not_found(gvr.resource, name, gvr.group)
 
     # -- Reader ---------------------------------------------------------------------------
 
     async def get(self, gvk: GVK, name: str, *, namespace: str | None = None) -> Object:
         """GET one object."""
         m = await self._mapping(gvk)
-        path = resource_path(m, namespace=self._named_namespace(m, namespace), name=name)
+        path = resource_path(m, namespace=self._named_namespace(m, namespace, name), name=name)
         obj: Object = await self.request_json("GET", path)
         return _ensure_type_meta(obj, gvk)
 
@@ -588,7 +594,7 @@ class RestClient:
         """POST to the collection (``generateName`` is honoured by the server)."""
         gvk = GVK.of(obj)
         m = await self._mapping(gvk)
-        ns = self._named_namespace(m, namespace_of(obj))
+        ns = self._named_namespace(m, namespace_of(obj), name_of(obj), creating=True)
         out: Object = await self.request_json(
             "POST", resource_path(m, namespace=ns), query=_write_query(field_manager, dry_run),
             body=obj,
@@ -606,7 +612,7 @@ class RestClient:
         """PUT the object (or one of its subresources); stale resourceVersion → ``Conflict``."""
         gvk = GVK.of(obj)
         m = await self._mapping(gvk)
-        path = resource_path(m, namespace=self._named_namespace(m, namespace_of(obj)),
+        path = resource_path(m, namespace=self._named_namespace(m, namespace_of(obj), name_of(obj)),
                              name=name_of(obj), subresource=subresource)
         out: Object = await self.request_json(
             "PUT", path, query=_write_query(field_manager, dry_run), body=obj)
@@ -632,7 +638,7 @@ class RestClient:
         """PATCH with ``Content-Type`` set from ``patch_type``; ``patch`` is JSON-encoded
         unless already ``bytes``/``str`` (apply bodies are JSON, which is valid YAML)."""
         m = await self._mapping(gvk)
-        path = resource_path(m, namespace=self._named_namespace(m, namespace), name=name,
+        path = resource_path(m, namespace=self._named_namespace(m, namespace, name), name=name,
                              subresource=subresource)
         query = _write_query(field_manager, dry_run)
         if force is not None:
@@ -676,7 +682,7 @@ class RestClient:
         else None (the server answered with a ``Status`` or the object's last state).
         """
         m = await self._mapping(gvk)
-        path = resource_path(m, namespace=self._named_namespace(m, namespace), name=name)
+        path = resource_path(m, namespace=self._named_namespace(m, namespace, name), name=name)
         options: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
         if propagation_policy is not None:
             options["propagationPolicy"] = str(propagation_policy)
