@@ -293,10 +293,12 @@ async def test_start_serves_until_cancelled(server: WebhookServer, client_ssl: s
         server.url("/v")
 
 
-async def test_runs_as_a_manager_runnable(server: WebhookServer, client_ssl: ssl.SSLContext,
+async def test_runs_as_a_manager_runnable(certs: ServingCerts, client_ssl: ssl.SSLContext,
                                           make_request: Any, job: Any) -> None:
     api = APIServer(ManualClock())
     manager = Manager(api.client(), clock=api.clock)
+    server = WebhookServer(cert_dir=certs.cert_dir, clock=ManualClock(),
+                           metrics_registry=manager.get_metrics().registry)
     server.register("/v", with_custom_validator(NameValidator()))
     manager.add(server)
     manager.add_readyz_check("webhook", server.started_checker())
@@ -307,6 +309,9 @@ async def test_runs_as_a_manager_runnable(server: WebhookServer, client_ssl: ssl
     status, _ = await post(server.url("/v"), review_for(make_request, "CREATE", job()),
                            client_ssl)
     assert status == 200
+    # The webhook series are published with the manager's metrics.
+    assert manager.get_metrics().registry.get_sample_value(
+        "controller_runtime_webhook_requests_total", {"webhook": "/v", "code": "200"}) == 1
     await manager.stop()
     await running
     assert not server.started
