@@ -108,7 +108,7 @@ class WebhookServer:
 
     @property
     def handlers(self) -> Mapping[str, Handler]:
-        """Registered handlers by path (read-only view)."""
+        """Registered handlers by path (a copy)."""
         return dict(self._handlers)
 
     def as_admission_hook(self, path: str) -> AdmissionHook:

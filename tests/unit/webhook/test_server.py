@@ -331,6 +331,7 @@ async def test_client_certificates_are_required_with_a_client_ca(
     async with WebhookServer(cert_dir=certs.cert_dir, client_ca_name="ca.crt",
                              clock=ManualClock()) as srv:
         srv.register("/v", with_custom_validator(NameValidator()))
+        await srv.started_checker()()  # readiness needs no client certificate
         body = review_for(make_request, "CREATE", job())
         with pytest.raises(aiohttp.ClientError):
             await post(srv.url("/v"), body, client_ssl)
