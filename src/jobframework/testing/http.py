@@ -50,7 +50,7 @@ from ..runtime.client.interface import (
     RESTMapping,
     WatchEvent,
 )
-from ..runtime.objects import Object, metadata
+from ..runtime.objects import Object
 from ..runtime.selectors import FieldSelector, LabelSelector
 
 if TYPE_CHECKING:
@@ -269,11 +269,7 @@ class HTTPFront:
         if method == "GET":
             return web.json_response(await client.get(gvk, t.name, namespace=t.namespace))
         if method == "PUT":
-            obj = self._body_object(await _read_body(request), t)
-            if metadata(obj).get("name") != t.name:
-                raise errors.BadRequest(
-                    f"the name of the object ({metadata(obj).get('name')}) does not match the "
-                    f"name on the URL ({t.name})")
+            obj = self._body_object(await _read_body(request), t, name=t.name)
             return web.json_response(await client.update(
                 obj, subresource=t.subresource, field_manager=field_manager, dry_run=dry_run))
         if method == "PATCH":
@@ -283,10 +279,22 @@ class HTTPFront:
             return web.json_response(await self._delete(request, t, client, dry_run))
         raise _method_not_allowed()
 
-    def _body_object(self, raw: bytes, t: _Target) -> Object:
+    def _body_object(self, raw: bytes, t: _Target, *, name: str | None = None) -> Object:
         obj = _decode(raw)
         if not isinstance(obj, dict):
             raise errors.BadRequest("the body of the request must be a JSON object")
+        if name is not None:
+            # handlers.checkName, for updates: the URL names the object.
+            raw_meta = obj.get("metadata")
+            meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
+            if meta.get("name") != name:
+                raise errors.BadRequest(
+                    f"the name of the object ({meta.get('name') or ''}) does not match the "
+                    f"name on the URL ({name})")
+            if t.namespace and meta.get("namespace") and meta["namespace"] != t.namespace:
+                raise errors.BadRequest(
+                    f"the namespace of the object ({meta['namespace']}) does not match the "
+                    f"namespace on the request ({t.namespace})")
         gvk = t.mapping.gvk
         # The apiserver decodes with the URL's kind as the default, and refuses another one.
         obj.setdefault("apiVersion", gvk.api_version)
@@ -297,10 +305,10 @@ class HTTPFront:
                 f"expected API version ({gvk.api_version})" if obj["apiVersion"] !=
                 gvk.api_version else f"the kind in the data ({obj['kind']}) does not match "
                 f"the expected kind ({gvk.kind})")
-        meta = obj.setdefault("metadata", {})
-        if not isinstance(meta, dict):
+        body_meta = obj.setdefault("metadata", {})
+        if not isinstance(body_meta, dict):
             raise errors.BadRequest("metadata must be an object")
-        _ensure_namespace(meta, t.namespace or "")
+        _ensure_namespace(body_meta, t.namespace or "")
         return obj
 
     async def _patch(

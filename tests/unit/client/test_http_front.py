@@ -231,7 +231,13 @@ async def test_request_body_must_match_the_url(front: HTTPFront) -> None:
     assert status == 400 and "does not match the namespace" in body["message"]
     status, body = await _raw(front, "PUT", "/api/v1/namespaces/default/configmaps/b",
                               json=cm("a"))
-    assert status == 400 and "does not match the name on the URL" in body["message"]
+    assert status == 400 and body["message"] == (
+        "the name of the object (a) does not match the name on the URL (b)")
+    status, body = await _raw(front, "PUT", "/api/v1/namespaces/default/configmaps/a",
+                              json=cm("a", ns="other"))
+    assert status == 400 and body["message"] == (
+        "the namespace of the object (other) does not match the namespace on the request "
+        "(default)")
     status, body = await _raw(front, "POST", "/api/v1/namespaces/default/configmaps",
                               json={**cm("a"), "kind": "Secret"})
     assert status == 400 and body["reason"] == "BadRequest"
