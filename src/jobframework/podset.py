@@ -282,3 +282,28 @@ def _put(target: dict[str, Any], key: str, value: Any) -> None:
 def pod_sets_info_from_workload_spec(pod_sets: Sequence[PodSet]) -> list[PodSetInfo]:
     """Restore infos for every pod set of a Workload spec (``GetPodSetsInfoFromWorkload``)."""
     return [PodSetInfo.from_pod_set(ps) for ps in pod_sets]
+
+
+def _sanitize_container(container: dict[str, Any]) -> None:
+    env = container.get("env")
+    if not env:
+        return
+    # Keep the last value for each name, at the position where the name first appeared.
+    order: dict[str, Any] = {}
+    for var in env:
+        order[var.get("name", "")] = var
+    container["env"] = list(order.values())
+
+
+def sanitize_pod_set(pod_set: PodSet) -> None:
+    """De-duplicate env vars by name in every (init) container (``SanitizePodSet``)."""
+    spec = pod_set.template.get("spec") or {}
+    for key in ("containers", "initContainers"):
+        for container in spec.get(key) or []:
+            _sanitize_container(container)
+
+
+def sanitize_pod_sets(pod_sets: Sequence[PodSet]) -> None:
+    """:func:`sanitize_pod_set` on each pod set, in place (``SanitizePodSets``)."""
+    for ps in pod_sets:
+        sanitize_pod_set(ps)

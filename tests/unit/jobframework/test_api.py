@@ -336,3 +336,25 @@ def test_explicit_transition_time_wins() -> None:
     set_condition(conds, Condition(type="A", status="True", reason="r", message="",
                                    last_transition_time="2020-01-01T00:00:00Z"), now=T0)
     assert conds[0].last_transition_time == "2020-01-01T00:00:00Z"
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["A", "B"]), st.sampled_from(["True", "False"]),
+                          st.sampled_from(["r1", "r2"])), max_size=12))
+def test_set_condition_transition_time_tracks_status_changes(
+        updates: list[tuple[str, str, str]]) -> None:
+    conds: list[Condition] = []
+    last_change: dict[str, str] = {}
+    current: dict[str, tuple[str, str]] = {}
+    for i, (type_, status, reason) in enumerate(updates):
+        now = T0 + dt.timedelta(seconds=i)
+        changed = set_condition(conds, Condition(type=type_, status=status, reason=reason,
+                                                 message=""), now=now)
+        assert changed == (current.get(type_) != (status, reason))
+        if type_ not in current or current[type_][0] != status:
+            last_change[type_] = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+        current[type_] = (status, reason)
+    assert sorted(c.type for c in conds) == sorted(current)
+    for c in conds:
+        assert (c.status, c.reason) == current[c.type]
+        assert c.last_transition_time == last_change[c.type]

@@ -18,6 +18,8 @@ from jobframework.podset import (
     is_permanent,
     merge_into_template,
     restore_pod_spec,
+    sanitize_pod_set,
+    sanitize_pod_sets,
 )
 from jobframework.runtime.errors import NotFound, new_not_found
 from jobframework.runtime.objects import GVK, Object
@@ -249,3 +251,27 @@ async def test_from_assignment_topology(tas: bool) -> None:
     ps = PodSet.from_dict({"name": "main", "count": 1, "topologyRequest": {"required": "rack"}})
     info2 = await from_assignment(FlavorReader(), a, ps, features=features)
     assert info2.annotations == {}
+
+
+def env(*pairs: tuple[str, str]) -> list[dict[str, str]]:
+    return [{"name": n, "value": v} for n, v in pairs]
+
+
+def test_sanitize_pod_sets_init_and_containers() -> None:
+    ps = PodSet.from_dict({"name": "main", "count": 1, "template": {"spec": {
+        "containers": [{"name": "c1", "env": env(("ENV1", "value1"), ("X", "x"),
+                                                 ("ENV1", "value2"))}],
+        "initContainers": [{"name": "init1", "env": env(("ENV2", "value3"), ("ENV2", "value4"))}],
+    }}})
+    sanitize_pod_sets([ps])
+    spec = ps.template["spec"]
+    assert spec["containers"][0]["env"] == env(("ENV1", "value2"), ("X", "x"))
+    assert spec["initContainers"][0]["env"] == env(("ENV2", "value4"))
+
+
+def test_sanitize_pod_sets_edge_cases() -> None:
+    sanitize_pod_sets([])
+    ps = PodSet.from_dict({"name": "main", "count": 1,
+                           "template": {"spec": {"containers": [{"name": "c"}]}}})
+    sanitize_pod_set(ps)
+    assert ps.template == {"spec": {"containers": [{"name": "c"}]}}
