@@ -9,7 +9,8 @@ A :class:`Handler` answers an :class:`AdmissionRequest` with an
 certificate files; :func:`admission_hook` (or ``WebhookServer.as_admission_hook``)
 gives the same handler as an in-process ``AdmissionReview -> AdmissionReview``
 callable for in-memory API servers and tests. :mod:`.certs` mints self-signed serving
-certificates and :mod:`.manifests` renders WebhookConfigurations.
+certificates, :mod:`.manifests` renders WebhookConfigurations, and
+:class:`WebhookBuilder` registers a kind's handlers at controller-runtime's paths.
 
 This layer knows nothing of jobs or Kueue; ``jobframework`` builds ``BaseWebhook``
 on top of it.
@@ -37,6 +38,7 @@ from .admission import (
     validation_response,
     validation_response_from_status,
 )
+from .builder import WebhookBuilder, mutate_path, validate_path
 from .certs import CertificateAuthority, ServingCerts, write_serving_certs
 from .certwatcher import CertWatcher
 from .defaulter import (
@@ -94,6 +96,7 @@ __all__ = [
     "Validator",
     "ValidatorHandler",
     "Warnings",
+    "WebhookBuilder",
     "WebhookMetrics",
     "WebhookServer",
     "WebhookSpec",
@@ -104,11 +107,13 @@ __all__ = [
     "create_patch",
     "denied",
     "errored",
+    "mutate_path",
     "mutating_webhook_configuration",
     "patch_response_from_raw",
     "patched",
     "review",
     "rule",
+    "validate_path",
     "validating_webhook_configuration",
     "validation_response",
     "validation_response_from_status",
