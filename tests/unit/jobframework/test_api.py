@@ -203,7 +203,7 @@ def test_cluster_queue_admission_check_names() -> None:
 
 # --- hypothesis: generated valid Workloads survive the round trip -------------------------
 
-names = st.from_regex(r"[a-z]([-a-z0-9]{0,10}[a-z0-9])?", fullmatch=True)
+names = st.text(alphabet="abcdefgh-.0123", min_size=1, max_size=8)
 text = st.text(max_size=12)
 json_leaf = st.none() | st.booleans() | st.integers(-(2**31), 2**31) | text
 json_value = st.recursive(
@@ -212,7 +212,7 @@ json_value = st.recursive(
     max_leaves=8,
 )
 # Keys that are not fields of the model they are added to (camelCase, as the API would add).
-extra_keys = st.from_regex(r"x[A-Z][a-zA-Z]{0,8}", fullmatch=True)
+extra_keys = st.text(alphabet="ABCxyz", min_size=1, max_size=6).map(lambda s: "x" + s.upper())
 
 
 def with_extras(base: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[dict[str, Any]]:
@@ -272,7 +272,7 @@ workload = with_extras(st.fixed_dictionaries(
               "status": status}))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(workload)
 def test_generated_workloads_round_trip(data: dict[str, Any]) -> None:
     original = copy.deepcopy(data)
