@@ -159,3 +159,59 @@ async def test_closed_client_refuses_requests(fake_api: FakeAPI) -> None:
     with pytest.raises(RuntimeError, match="closed"):
         await client.request_json("GET", "/version")
 
+
+
+def _exec_kubeconfig(tmp_path: pathlib.Path, server: str, expiry: str) -> pathlib.Path:
+    # An exec credential plugin that hands out tok-1, tok-2, ... on successive runs.
+    script = tmp_path / "cred.sh"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'f="{tmp_path}/count"; n=$(cat "$f" 2>/dev/null || echo 0); n=$((n+1)); '
+        'echo $n > "$f"\n'
+        'printf \'{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",'
+        f'"status":{{"token":"tok-%s","expirationTimestamp":"{expiry}"}}}}\' "$n"\n')
+    script.chmod(0o755)
+    doc = {
+        "apiVersion": "v1", "kind": "Config", "current-context": "a",
+        "clusters": [{"name": "c", "cluster": {"server": server}}],
+        "users": [{"name": "u", "user": {"exec": {
+            "apiVersion": "client.authentication.k8s.io/v1", "command": str(script),
+            "interactiveMode": "Never"}}}],
+        "contexts": [{"name": "a", "context": {"cluster": "c", "user": "u"}}],
+    }
+    kc = tmp_path / "kc"
+    kc.write_text(yaml.safe_dump(doc))
+    return kc
+
+
+async def test_exec_plugin_reruns_after_401(fake_api: FakeAPI, tmp_path: pathlib.Path) -> None:
+    from aiohttp import web
+
+    kc = _exec_kubeconfig(tmp_path, fake_api.url, "2999-01-01T00:00:00Z")
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        if request.headers.get("Authorization") != "Bearer tok-2":
+            return web.json_response({"kind": "Status", "code": 401, "reason": "Unauthorized",
+                                      "message": "Unauthorized"}, status=401)
+        return web.json_response({"apiVersion": "v1", "kind": "Namespace",
+                                  "metadata": {"name": "x"}})
+
+    fake_api.discovery = {}  # every request goes to the handler
+    fake_api.handler = handler
+    async with await RestClient.from_kubeconfig(str(kc)) as client:
+        assert (await client.request_json("GET", "/api/v1/namespaces/x"))["kind"] == "Namespace"
+    # tok-1 was refused although not expired; the plugin ran again and tok-2 was accepted.
+    assert (tmp_path / "count").read_text().strip() == "2"
+
+
+async def test_expired_exec_credential_is_renewed_before_use(
+    fake_api: FakeAPI, tmp_path: pathlib.Path
+) -> None:
+    kc = _exec_kubeconfig(tmp_path, fake_api.url, "2000-01-01T00:00:00Z")
+    fake_api.discovery = {}
+    fake_api.reply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}})
+    async with await RestClient.from_kubeconfig(str(kc)) as client:
+        await client.request_json("GET", "/api/v1/namespaces/x")
+        await client.request_json("GET", "/api/v1/namespaces/x")
+    seen = [r.headers["Authorization"] for r in fake_api.requests]
+    assert seen == ["Bearer tok-2", "Bearer tok-3"]

@@ -13,6 +13,8 @@ token with its periodic re-read). This module only wraps it so that:
 
 from __future__ import annotations
 
+import contextlib
+import datetime as dt
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -45,13 +47,31 @@ class Credentials:
     _loader: Any = None
 
     async def refresh(self) -> bool:
-        """Reload credentials in place; False when there is nothing to reload."""
+        """Reload credentials in place; False when there is nothing to reload.
+
+        Called after a ``401``: a credential the server refused is stale whatever its
+        claimed expiry, so kubernetes-asyncio's cached ``exec`` result is dropped and the
+        plugin really runs again (client-go's exec authenticator does the same).
+        """
         if self._loader is None:
             return False
+        with contextlib.suppress(AttributeError):
+            delattr(self._loader, "exec_plugin_expiry")
         result = self._loader.load_and_set(self.configuration)
         if hasattr(result, "__await__"):
             await result
         return True
+
+    async def refresh_if_expired(self) -> None:
+        """Re-run an ``exec`` plugin whose credential has passed its ``expirationTimestamp``
+        (kubernetes-asyncio only checks that when asked to load again)."""
+        expiry = getattr(self._loader, "exec_plugin_expiry", None)
+        if isinstance(expiry, dt.datetime):
+            now = dt.datetime.now(dt.UTC)
+            if expiry.tzinfo is None:
+                now = now.replace(tzinfo=None)
+            if now >= expiry:
+                await self.refresh()
 
 
 def _new_configuration() -> Any:

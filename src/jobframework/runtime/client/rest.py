@@ -349,6 +349,8 @@ class RestClient:
         headers.update(getattr(self._api, "default_headers", None) or {})
         if content_type:
             headers["Content-Type"] = content_type
+        if self._credentials is not None:
+            await self._credentials.refresh_if_expired()
         # auth_settings() runs the configuration's refresh hook (rotating SA tokens).
         settings = await self._cfg.auth_settings()
         for setting in settings.values():
