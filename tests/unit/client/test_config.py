@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import pathlib
+from typing import Any
 
+import aiohttp
 import pytest
 import yaml
 
@@ -215,3 +217,62 @@ async def test_expired_exec_credential_is_renewed_before_use(
         await client.request_json("GET", "/api/v1/namespaces/x")
     seen = [r.headers["Authorization"] for r in fake_api.requests]
     assert seen == ["Bearer tok-2", "Bearer tok-3"]
+
+
+async def test_tls_with_client_certificate_from_kubeconfig(tmp_path: pathlib.Path) -> None:
+    """The TLS context kubernetes-asyncio builds from a kubeconfig: the cluster CA verifies
+    the server, and the client certificate authenticates us to a server that demands one."""
+    import base64
+    import ssl
+
+    from aiohttp import web
+
+    from jobframework.webhook.certs import CertificateAuthority
+
+    ca = CertificateAuthority.generate("test-cluster-ca")
+    server_cert, server_key = ca.issue(["127.0.0.1"])
+    client_cert, client_key = ca.issue(["alice"], common_name="alice", client_auth=True)
+    for name, data in {"srv.crt": server_cert, "srv.key": server_key,
+                       "ca.crt": ca.cert_pem}.items():
+        (tmp_path / name).write_bytes(data)
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=str(tmp_path / "ca.crt"))
+    ctx.load_cert_chain(tmp_path / "srv.crt", tmp_path / "srv.key")
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    peers: list[Any] = []
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        assert request.transport is not None
+        peers.append(request.transport.get_extra_info("peercert"))
+        return web.json_response({"major": "1", "minor": "31"})
+
+    app = web.Application()
+    app.router.add_get("/version", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=ctx)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+    def b64(data: bytes) -> str:
+        return base64.b64encode(data).decode()
+
+    doc = {
+        "apiVersion": "v1", "kind": "Config", "current-context": "a",
+        "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{port}",
+                                               "certificate-authority-data": b64(ca.cert_pem)}}],
+        "users": [{"name": "u", "user": {"client-certificate-data": b64(client_cert),
+                                         "client-key-data": b64(client_key)}}],
+        "contexts": [{"name": "a", "context": {"cluster": "c", "user": "u"}}],
+    }
+    (tmp_path / "kc").write_text(yaml.safe_dump(doc))
+    try:
+        async with await RestClient.from_kubeconfig(str(tmp_path / "kc")) as client:
+            assert await client.request_json("GET", "/version") == {"major": "1", "minor": "31"}
+        subject = dict(x[0] for x in peers[0]["subject"])
+        assert subject["commonName"] == "alice"
+        # Without the cluster CA the server is not trusted.
+        async with RestClient.from_url(f"https://127.0.0.1:{port}") as untrusting:
+            with pytest.raises(aiohttp.ClientConnectorCertificateError):
+                await untrusting.request_json("GET", "/version")
+    finally:
+        await runner.cleanup()
