@@ -5,15 +5,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import jsonpatch
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from jobframework.runtime import errors
+from jobframework.runtime.objects import GroupVersionResource
 from jobframework.webhook import (
     AdmissionRequest,
     JsonPatchOperation,
     PatchContext,
     with_custom_defaulter,
 )
+
+JOBS_GVR = GroupVersionResource("example.com", "v1", "things")
 
 
 class SuspendDefaulter:
@@ -205,3 +211,49 @@ async def test_non_delete_operations_are_defaulted(operation: str, make_request:
     resp = await with_custom_defaulter(SuspendDefaulter()).handle(
         make_request(operation, job(), old))
     assert any(op["path"] == "/spec/suspend" for op in resp.patches)
+
+
+keys = st.sampled_from(["a", "b", "c/d", "e~f"])
+leaves = st.none() | st.booleans() | st.integers(-2, 2) | st.text("xy", max_size=2)
+documents = st.recursive(leaves, lambda kids: st.dictionaries(keys, kids, max_size=3)
+                         | st.lists(kids, max_size=3), max_leaves=10)
+edits = st.lists(st.tuples(st.lists(keys, min_size=1, max_size=3),
+                           st.one_of(st.just("delete"), documents)), max_size=4)
+
+
+def _edit(obj: dict[str, Any], path: list[str], value: Any) -> None:
+    node: Any = obj
+    for key in path[:-1]:
+        child = node.get(key)
+        if not isinstance(child, dict):
+            child = node[key] = {}
+        node = child
+    if value == "delete":
+        node.pop(path[-1], None)
+    else:
+        node[path[-1]] = value
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.dictionaries(keys, documents, max_size=4), edits)
+async def test_any_defaulting_round_trips_through_the_patch(
+    spec: dict[str, Any], changes: list[tuple[list[str], Any]]
+) -> None:
+    obj = {"apiVersion": "v1", "kind": "Thing", "metadata": {"name": "t"}, "spec": spec}
+    expected = jsonpatch.apply_patch(obj, [])
+    for path, value in changes:
+        _edit(expected["spec"], path, value)
+
+    def apply_edits(o: Any) -> None:
+        for path, value in changes:
+            _edit(o["spec"], path, value)
+
+    req = AdmissionRequest.for_object("CREATE", obj, resource=JOBS_GVR, uid="u")
+    resp = await with_custom_defaulter(FnDefaulter(apply_edits)).handle(req)
+    assert resp.apply_patch(obj) == expected
+    assert (resp.patch_type is None) == (resp.patches == ())
+    # With removals filtered out, nothing the object had is lost.
+    kept = await with_custom_defaulter(FnDefaulter(apply_edits),
+                                       patch_filter=drop_removes).handle(req)
+    assert all(op["op"] != "remove" for op in kept.patches)
+    assert set(kept.apply_patch(obj)["spec"]) >= set(spec)
