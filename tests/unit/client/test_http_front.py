@@ -421,3 +421,36 @@ async def test_client_disconnect_closes_the_server_side_watch(
             break
         await asyncio.sleep(0.005)
     assert not server._watchers
+
+
+async def test_informer_over_http_converges_after_dropped_watch_and_410(
+    server: APIServer, rest: RestClient
+) -> None:
+    """The runtime's SharedInformer on the REST client: a dropped stream is re-watched, an
+    expired resourceVersion relists, and the store ends equal to the server's state."""
+    from jobframework.runtime.cache import Backoff, SharedInformer
+
+    direct = server.client()
+    informer = SharedInformer(rest, CM, namespace="default",
+                              backoff=Backoff(initial=0.002, cap=0.01))
+    informer.start()
+    try:
+        assert await asyncio.wait_for(informer.wait_for_sync(), 5)
+
+        async def converged(expected: set[str]) -> None:
+            for _ in range(500):
+                if {o["metadata"]["name"] for o in informer.indexer.list()} == expected:
+                    return
+                await asyncio.sleep(0.005)
+            raise AssertionError(f"store never reached {expected}")
+
+        await direct.create(cm("a"))
+        await direct.create(cm("b"))
+        await converged({"a", "b"})
+        server.faults.drop_watches()
+        await direct.delete(CM, "a", namespace="default")
+        server.faults.compact()  # the re-watch from the last rv now gets 410 → relist
+        await direct.create(cm("c"))
+        await converged({"b", "c"})
+    finally:
+        await informer.stop()
