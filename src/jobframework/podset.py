@@ -10,14 +10,23 @@ label, annotation or node selector the template already sets to another value, r
 from __future__ import annotations
 
 import copy
+import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 
 from . import constants as c
-from .api.workload import PodSet, PodSetAssignment, PodSetUpdate
+from .api.workload import (
+    PodSet,
+    PodSetAssignment,
+    PodsetSliceRequiredTopologyConstraint,
+    PodSetTopologyRequest,
+    PodSetUpdate,
+)
 from .constants import DEFAULT_FEATURES, FeatureGate, FeatureGates
+from .field import go_quote
 from .runtime.client import Reader
 from .runtime.objects import GVK
 
@@ -307,3 +316,119 @@ def sanitize_pod_sets(pod_sets: Sequence[PodSet]) -> None:
     """:func:`sanitize_pod_set` on each pod set, in place (``SanitizePodSets``)."""
     for ps in pod_sets:
         sanitize_pod_set(ps)
+
+
+# --- TAS: topology request from pod template annotations (tas.go) ----------------------------
+
+_GO_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
+_GO_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
+
+
+class TopologyRequestError(ValueError):
+    """A topology annotation that cannot be parsed (the pod sets cannot be built)."""
+
+
+def go_parse_bool(text: str) -> bool:
+    """Go's ``strconv.ParseBool``; ``TopologyRequestError`` with Go's message otherwise."""
+    if text in _GO_TRUE:
+        return True
+    if text in _GO_FALSE:
+        return False
+    raise TopologyRequestError(f"strconv.ParseBool: parsing {go_quote(text)}: invalid syntax")
+
+
+def go_parse_int32(text: str) -> int:
+    """Go's ``strconv.ParseInt(text, 10, 32)`` with Go's error messages."""
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
+        raise TopologyRequestError(f"strconv.ParseInt: parsing {go_quote(text)}: invalid syntax")
+    value = int(text)
+    if not -(2**31) <= value < 2**31:
+        raise TopologyRequestError(
+            f"strconv.ParseInt: parsing {go_quote(text)}: value out of range")
+    return value
+
+
+def _parse_constraints(text: str) -> list[PodsetSliceRequiredTopologyConstraint]:
+    prefix = "failed to parse multi-layer topology constraints annotation"
+    try:
+        raw = json.loads(text)
+    except ValueError as err:
+        raise TopologyRequestError(f"{prefix}: {err}") from err
+    if raw is None:
+        raw = []
+    if not isinstance(raw, list):
+        raise TopologyRequestError(f"{prefix}: expected a JSON array")
+    out: list[PodsetSliceRequiredTopologyConstraint] = []
+    for entry in raw:
+        if not isinstance(entry, dict):
+            raise TopologyRequestError(f"{prefix}: expected a JSON object")
+        topology, size = entry.get("topology"), entry.get("size")
+        if topology is not None and not isinstance(topology, str):
+            raise TopologyRequestError(f"{prefix}: topology must be a string")
+        if size is not None and (isinstance(size, bool) or not isinstance(size, int)
+                                 or not -(2**31) <= size < 2**31):
+            raise TopologyRequestError(f"{prefix}: size must be a 32-bit integer")
+        # Go decodes into the typed struct: unknown keys are dropped.
+        fields: dict[str, Any] = {}
+        if topology is not None:
+            fields["topology"] = topology
+        if size is not None:
+            fields["size"] = size
+        out.append(PodsetSliceRequiredTopologyConstraint(**fields))
+    if not 1 <= len(out) <= 3:
+        raise TopologyRequestError(
+            f"topology constraints must contain between 1 and 3 entries: got {len(out)}")
+    return out
+
+
+def pod_set_topology_request(
+    meta: Mapping[str, Any],
+    *,
+    pod_index_label: str | None = None,
+    sub_group_index_label: str | None = None,
+    sub_group_count: int | None = None,
+    features: FeatureGates = DEFAULT_FEATURES,
+) -> PodSetTopologyRequest | None:
+    """The pod set's TAS request from its template metadata (``NewPodSetTopologyRequest``).
+
+    Required, else preferred, else unconstrained annotation; without any of them and
+    without slice layers or index/sub-group information there is no request (None).
+    Raises :class:`TopologyRequestError` on unparsable values.
+    """
+    ann: Mapping[str, str] = meta.get("annotations") or {}
+    required = ann.get(c.PODSET_REQUIRED_TOPOLOGY_ANNOTATION)
+    preferred = ann.get(c.PODSET_PREFERRED_TOPOLOGY_ANNOTATION)
+    unconstrained = ann.get(c.PODSET_UNCONSTRAINED_TOPOLOGY_ANNOTATION)
+    slice_topology = ann.get(c.PODSET_SLICE_REQUIRED_TOPOLOGY_ANNOTATION)
+    slice_size = ann.get(c.PODSET_SLICE_SIZE_ANNOTATION)
+    constraints = ann.get(c.PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS_ANNOTATION)
+    group_name = ann.get(c.PODSET_GROUP_NAME_ANNOTATION)
+
+    fields: dict[str, Any] = {}
+    if required is not None:
+        fields["required"] = required
+    elif preferred is not None:
+        fields["preferred"] = preferred
+    elif unconstrained is not None:
+        fields["unconstrained"] = go_parse_bool(unconstrained)
+    else:
+        has_slice_layer = (slice_topology is not None and slice_size is not None) or (
+            constraints is not None)
+        if not has_slice_layer and (pod_index_label is None and sub_group_index_label is None
+                                    and sub_group_count is None):
+            return None
+    if features.enabled(FeatureGate.TAS_MULTI_LAYER_TOPOLOGY) and constraints is not None:
+        fields["podset_slice_required_topology_constraints"] = _parse_constraints(constraints)
+    elif slice_topology is not None and slice_size is not None:
+        size = go_parse_int32(slice_size)
+        fields["pod_set_slice_required_topology"] = slice_topology
+        fields["pod_set_slice_size"] = size
+    if pod_index_label is not None:
+        fields["pod_index_label"] = pod_index_label
+    if sub_group_count is not None:
+        fields["sub_group_count"] = sub_group_count
+    if sub_group_index_label is not None:
+        fields["sub_group_index_label"] = sub_group_index_label
+    if group_name is not None and (required is not None or preferred is not None):
+        fields["pod_set_group_name"] = group_name
+    return PodSetTopologyRequest(**fields)

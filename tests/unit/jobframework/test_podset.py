@@ -13,10 +13,12 @@ from jobframework.podset import (
     InvalidPodsetInfoError,
     InvalidPodSetUpdateError,
     PodSetInfo,
+    TopologyRequestError,
     bad_pod_sets_info_len_error,
     from_assignment,
     is_permanent,
     merge_into_template,
+    pod_set_topology_request,
     restore_pod_spec,
     sanitize_pod_set,
     sanitize_pod_sets,
@@ -275,3 +277,89 @@ def test_sanitize_pod_sets_edge_cases() -> None:
                            "template": {"spec": {"containers": [{"name": "c"}]}}})
     sanitize_pod_set(ps)
     assert ps.template == {"spec": {"containers": [{"name": "c"}]}}
+
+
+# --- TAS topology request (tas_test.go) ------------------------------------------------------
+
+REQ = "kueue.x-k8s.io/podset-required-topology"
+PREF = "kueue.x-k8s.io/podset-preferred-topology"
+UNC = "kueue.x-k8s.io/podset-unconstrained-topology"
+SLICE_REQ = "kueue.x-k8s.io/podset-slice-required-topology"
+SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
+CONSTRAINTS = "kueue.x-k8s.io/podset-slice-required-topology-constraints"
+GROUP = "kueue.x-k8s.io/podset-group-name"
+IDX = "batch.kubernetes.io/job-completion-index"
+
+
+@pytest.mark.parametrize(
+    ("annotations", "kwargs", "want"),
+    [
+        ({REQ: "cloud.com/block"}, {}, {"required": "cloud.com/block"}),
+        ({REQ: "cloud.com/block"}, {"pod_index_label": IDX},
+         {"required": "cloud.com/block", "podIndexLabel": IDX}),
+        ({}, {"pod_index_label": IDX}, {"podIndexLabel": IDX}),
+        ({REQ: "cloud.com/block", GROUP: "block"},
+         {"sub_group_index_label": "jobset.sigs.k8s.io/job-index", "sub_group_count": 1},
+         {"required": "cloud.com/block", "subGroupIndexLabel": "jobset.sigs.k8s.io/job-index",
+          "subGroupCount": 1, "podSetGroupName": "block"}),
+        ({PREF: "cloud.com/block"}, {}, {"preferred": "cloud.com/block"}),
+        ({UNC: "true"}, {}, {"unconstrained": True}),
+        ({UNC: "false"}, {}, {"unconstrained": False}),
+        ({SLICE_REQ: "cloud.com/block", SLICE_SIZE: "1"}, {},
+         {"podSetSliceRequiredTopology": "cloud.com/block", "podSetSliceSize": 1}),
+        ({SLICE_REQ: "cloud.com/block"}, {}, None),
+        ({SLICE_SIZE: "1"}, {}, None),
+        ({SLICE_REQ: "cloud.com/block", SLICE_SIZE: "1", GROUP: "block"},
+         {"sub_group_index_label": "jobset.sigs.k8s.io/job-index", "sub_group_count": 1},
+         {"podSetSliceRequiredTopology": "cloud.com/block", "podSetSliceSize": 1,
+          "subGroupIndexLabel": "jobset.sigs.k8s.io/job-index", "subGroupCount": 1}),
+        ({REQ: "cloud.com/block", CONSTRAINTS:
+          '[{"topology":"rack","size":16},{"topology":"sub-rack","size":4},'
+          '{"topology":"hostname","size":2}]'}, {},
+         {"required": "cloud.com/block", "podsetSliceRequiredTopologyConstraints": [
+             {"topology": "rack", "size": 16}, {"topology": "sub-rack", "size": 4},
+             {"topology": "hostname", "size": 2}]}),
+        ({REQ: "cloud.com/block", CONSTRAINTS: '[{"topology":"rack","size":8,"x":1},'
+          '{"topology":"hostname","size":2}]'}, {},
+         {"required": "cloud.com/block", "podsetSliceRequiredTopologyConstraints": [
+             {"topology": "rack", "size": 8}, {"topology": "hostname", "size": 2}]}),
+        ({}, {}, None),
+    ],
+)
+def test_topology_request(annotations: dict[str, str], kwargs: dict[str, Any],
+                          want: dict[str, Any] | None) -> None:
+    got = pod_set_topology_request({"annotations": annotations}, **kwargs)
+    assert (got.to_dict() if got is not None else None) == want
+
+
+def test_topology_constraints_ignored_without_gate() -> None:
+    meta = {"annotations": {REQ: "cloud.com/block", SLICE_REQ: "cloud.com/rack",
+                            SLICE_SIZE: "16", CONSTRAINTS: "[]"}}
+    got = pod_set_topology_request(meta, features=FeatureGates(TASMultiLayerTopology=False))
+    assert got is not None
+    assert got.to_dict() == {"required": "cloud.com/block",
+                             "podSetSliceRequiredTopology": "cloud.com/rack",
+                             "podSetSliceSize": 16}
+
+
+@pytest.mark.parametrize(
+    ("annotations", "message"),
+    [
+        ({UNC: "invalid"}, 'strconv.ParseBool: parsing "invalid": invalid syntax'),
+        ({SLICE_REQ: "b", SLICE_SIZE: "invalid"},
+         'strconv.ParseInt: parsing "invalid": invalid syntax'),
+        ({REQ: "b", CONSTRAINTS: "[]"},
+         "topology constraints must contain between 1 and 3 entries: got 0"),
+        ({REQ: "b", CONSTRAINTS: '[{"topology":"a","size":1},{"topology":"b","size":1},'
+          '{"topology":"c","size":1},{"topology":"d","size":1}]'},
+         "topology constraints must contain between 1 and 3 entries: got 4"),
+        ({REQ: "b", CONSTRAINTS: "invalid-json"},
+         "failed to parse multi-layer topology constraints annotation: "),
+        ({REQ: "b", CONSTRAINTS: '[{"topology":"rack","size":"8"}]'},
+         "failed to parse multi-layer topology constraints annotation: "),
+    ],
+)
+def test_topology_request_errors(annotations: dict[str, str], message: str) -> None:
+    with pytest.raises(TopologyRequestError) as exc:
+        pod_set_topology_request({"annotations": annotations})
+    assert str(exc.value).startswith(message)
