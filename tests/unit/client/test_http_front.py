@@ -454,3 +454,26 @@ async def test_informer_over_http_converges_after_dropped_watch_and_410(
         await converged({"b", "c"})
     finally:
         await informer.stop()
+
+
+async def test_retry_after_from_status_details_is_retried(
+    server: APIServer, front: HTTPFront
+) -> None:
+    await server.client().create(cm("a"))
+    server.faults.fail("get", error=errors.TooManyRequests(
+        "Too many requests, please try again later.", details={"retryAfterSeconds": 2}))
+    status, body = await _raw(front, "GET", "/api/v1/namespaces/default/configmaps/a")
+    assert status == 429 and body["details"]["retryAfterSeconds"] == 2
+    server.faults.fail("get", error=errors.TooManyRequests(
+        "Too many requests, please try again later.", details={"retryAfterSeconds": 2}))
+    clock = ManualClock()
+    async with front.client(clock=clock) as client:
+        await client.rest_mapper.rest_mapping(CM)
+        task = asyncio.ensure_future(client.get(CM, "a", namespace="default"))
+        for _ in range(200):
+            await asyncio.sleep(0.002)
+            if clock.sleepers:
+                break
+        assert clock.next_deadline() == 2.0
+        clock.advance(2)
+        assert (await asyncio.wait_for(task, 5))["metadata"]["name"] == "a"
