@@ -9,6 +9,7 @@ subdomain must consist of ...``. Functions take a :class:`~jobframework.interfac
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
@@ -17,8 +18,10 @@ from . import constants as c
 from .constants import DEFAULT_FEATURES, FeatureGate, FeatureGates
 from .field import (
     FIELD_IMMUTABLE_ERROR_MSG,
+    OMIT_VALUE,
     ErrorList,
     Path,
+    duplicate,
     forbidden,
     go_quote,
     invalid,
@@ -99,6 +102,39 @@ def is_valid_label_value(value: str) -> list[str]:
         errs.append(regex_error(_LABEL_VALUE_MSG, f"({_QUALIFIED_NAME_FMT})?",
                                 "MyValue", "my_value", "12345"))
     return errs
+
+
+_LABEL_KEY_MSG: Final = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character")
+
+
+def is_qualified_name(value: str) -> list[str]:
+    """``IsQualifiedName`` / ``content.IsLabelKey``: an optionally prefixed label key."""
+    errs: list[str] = []
+    examples = ("MyName", "my.name", "123-abc")
+    prefix, slash, name = value.partition("/")
+    if not slash:
+        name = value
+    elif "/" in name:
+        return [f"a valid label key {regex_error(_LABEL_KEY_MSG, _QUALIFIED_NAME_FMT, *examples)}"
+                " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
+    elif not prefix:
+        errs.append("prefix part must be non-empty")
+    else:
+        errs.extend(f"prefix part {m}" for m in is_dns1123_subdomain(prefix))
+    if not name:
+        errs.append("name part must be non-empty")
+    elif len(name) > c.LABEL_VALUE_MAX_LENGTH:
+        errs.append(f"name part {max_len_error(c.LABEL_VALUE_MAX_LENGTH)}")
+    if not _full(_QUALIFIED_NAME_FMT, name):
+        errs.append(f"name part {regex_error(_LABEL_KEY_MSG, _QUALIFIED_NAME_FMT, *examples)}")
+    return errs
+
+
+def validate_label_name(name: str, path: Path | str) -> ErrorList:
+    """``metavalidation.ValidateLabelName``: one Invalid error per problem."""
+    return ErrorList(invalid(path, name, m) for m in is_qualified_name(name))
 
 
 def is_domain_prefixed_path(path: Path | str, value: str) -> ErrorList:
@@ -471,4 +507,178 @@ def validate_job_on_update(
         errs.append(invalid(ELASTIC_JOB_ANNOTATION_PATH, new_elastic, FIELD_IMMUTABLE_ERROR_MSG))
     if features.enabled(FeatureGate.ADMISSION_GATED_BY):
         errs.extend(validate_admission_gated_by_annotation_on_update(old, new))
+    return errs
+
+
+# --- TAS annotations (tas_validation.go) ------------------------------------------------------
+
+_TOPOLOGY_ANNOTATIONS: Final = (c.PODSET_REQUIRED_TOPOLOGY_ANNOTATION,
+                                c.PODSET_PREFERRED_TOPOLOGY_ANNOTATION,
+                                c.PODSET_UNCONSTRAINED_TOPOLOGY_ANNOTATION)
+
+
+def _parse_int32(text: str) -> int | None:
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
+        return None
+    value = int(text)
+    return value if -(2**31) <= value < 2**31 else None
+
+
+def validate_tas_pod_set_request(
+    replica_path: Path, meta: Mapping[str, Any], *, features: FeatureGates = DEFAULT_FEATURES
+) -> ErrorList:
+    """Webhook checks of a pod template's TAS annotations (``ValidateTASPodSetRequest``).
+
+    ``replica_path`` is the template's metadata path, e.g. ``spec.template.metadata``.
+    """
+    ann: Mapping[str, str] = meta.get("annotations") or {}
+    required_v = ann.get(c.PODSET_REQUIRED_TOPOLOGY_ANNOTATION)
+    preferred_v = ann.get(c.PODSET_PREFERRED_TOPOLOGY_ANNOTATION)
+    slice_req_v = ann.get(c.PODSET_SLICE_REQUIRED_TOPOLOGY_ANNOTATION)
+    slice_size_found = c.PODSET_SLICE_SIZE_ANNOTATION in ann
+    path = replica_path.child("annotations")
+    errs = ErrorList()
+    if sum(k in ann for k in _TOPOLOGY_ANNOTATIONS) > 1:
+        quoted = ", ".join(go_quote(k) for k in _TOPOLOGY_ANNOTATIONS)
+        errs.append(invalid(path, OMIT_VALUE,
+                            f"must not contain more than one topology annotation: [{quoted}]"))
+    for key, value in ((c.PODSET_REQUIRED_TOPOLOGY_ANNOTATION, required_v),
+                       (c.PODSET_PREFERRED_TOPOLOGY_ANNOTATION, preferred_v),
+                       (c.PODSET_SLICE_REQUIRED_TOPOLOGY_ANNOTATION, slice_req_v)):
+        if value is not None:
+            errs.extend(validate_label_name(value, path.key(key)))
+    group_path = path.key(c.PODSET_GROUP_NAME_ANNOTATION)
+    group = ann.get(c.PODSET_GROUP_NAME_ANNOTATION)
+    if group is not None:
+        if re.fullmatch(r"[0-9]+", group) and int(group) < 2**64:
+            errs.append(invalid(group_path, group, "must not be a number"))
+        if slice_size_found:
+            errs.append(forbidden(
+                group_path, f"may not be set when '{c.PODSET_SLICE_SIZE_ANNOTATION}' is specified"))
+        if slice_req_v is not None:
+            errs.append(forbidden(group_path, "may not be set when "
+                                  f"'{c.PODSET_SLICE_REQUIRED_TOPOLOGY_ANNOTATION}' is specified"))
+        if preferred_v is None and required_v is None:
+            errs.append(forbidden(
+                group_path,
+                f"may not be set when neither '{c.PODSET_PREFERRED_TOPOLOGY_ANNOTATION}' nor "
+                f"'{c.PODSET_REQUIRED_TOPOLOGY_ANNOTATION}' is specified"))
+    unconstrained = ann.get(c.PODSET_UNCONSTRAINED_TOPOLOGY_ANNOTATION)
+    if unconstrained is not None and unconstrained not in (
+            "1", "t", "T", "TRUE", "true", "True", "0", "f", "F", "FALSE", "false", "False"):
+        errs.append(invalid(path.key(c.PODSET_UNCONSTRAINED_TOPOLOGY_ANNOTATION), unconstrained,
+                            "must be a boolean value"))
+    size_path = path.key(c.PODSET_SLICE_SIZE_ANNOTATION)
+    if slice_size_found:
+        text = ann[c.PODSET_SLICE_SIZE_ANNOTATION]
+        size = _parse_int32(text)
+        if size is None:
+            errs.append(invalid(size_path, text, "must be a numeric value"))
+        elif size < 1:
+            errs.append(invalid(size_path, text, "must be greater than or equal to 1"))
+    if slice_req_v is not None and not slice_size_found:
+        errs.append(required(size_path, "must be set when "
+                             f"'{c.PODSET_SLICE_REQUIRED_TOPOLOGY_ANNOTATION}' is specified"))
+    if slice_req_v is None and slice_size_found:
+        errs.append(forbidden(size_path, "may not be set when "
+                              f"'{c.PODSET_SLICE_REQUIRED_TOPOLOGY_ANNOTATION}' is not specified"))
+    errs.extend(_validate_topology_constraints(
+        path, ann, slice_req_v is not None, slice_size_found, group is not None, features))
+    return errs
+
+
+def _validate_topology_constraints(
+    path: Path, ann: Mapping[str, str], slice_required: bool, slice_size: bool,
+    group_name: bool, features: FeatureGates,
+) -> ErrorList:
+    key = c.PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS_ANNOTATION
+    if key not in ann:
+        return ErrorList()
+    text = ann[key]
+    fld = path.key(key)
+    if not features.enabled(FeatureGate.TAS_MULTI_LAYER_TOPOLOGY):
+        return ErrorList([forbidden(fld, "the TASMultiLayerTopology feature gate must be "
+                                         "enabled to use this annotation")])
+    errs = ErrorList()
+    if slice_required:
+        errs.append(forbidden(fld, "may not be set when "
+                              f"'{c.PODSET_SLICE_REQUIRED_TOPOLOGY_ANNOTATION}' is specified"))
+    if slice_size:
+        errs.append(forbidden(
+            fld, f"may not be set when '{c.PODSET_SLICE_SIZE_ANNOTATION}' is specified"))
+    if group_name:
+        errs.append(forbidden(path.key(c.PODSET_GROUP_NAME_ANNOTATION),
+                              f"may not be set when '{key}' is specified"))
+    try:
+        raw = json.loads(text)
+        if raw is None:
+            raw = []
+        if not isinstance(raw, list) or not all(isinstance(e, dict) for e in raw):
+            raise ValueError("cannot unmarshal into an array of topology constraints")
+        constraints = [(str(e.get("topology") or ""), _json_int32(e.get("size"))) for e in raw]
+    except (ValueError, TypeError) as err:
+        errs.append(invalid(fld, text, f"must be a valid JSON array: {err}"))
+        return errs
+    if not 1 <= len(constraints) <= 3:
+        errs.append(invalid(fld, text, "topology constraints must contain between 1 and 3 entries"))
+        return errs
+    for i, (topology, size) in enumerate(constraints):
+        entry = fld.index_(i)
+        errs.extend(validate_label_name(topology, entry.child("topology")))
+        if size < 1:
+            errs.append(invalid(entry.child("size"), size, "must be greater than or equal to 1"))
+    seen: dict[str, int] = {}
+    for i, (topology, _) in enumerate(constraints):
+        if topology in seen:
+            errs.append(duplicate(fld.index_(i).child("topology"),
+                                  f"{topology} (also at index {seen[topology]})"))
+        else:
+            seen[topology] = i
+    for i in range(len(constraints) - 1):
+        parent, child = constraints[i][1], constraints[i + 1][1]
+        if child > 0 and parent % child != 0:
+            errs.append(invalid(fld.index_(i + 1).child("size"), child,
+                                f"must evenly divide the parent layer size {parent}"))
+    return errs
+
+
+def _json_int32(value: Any) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or not -(2**31) <= value < 2**31:
+        raise TypeError(f"cannot unmarshal {json.dumps(value)} into an int32 size")
+    return value
+
+
+def validate_slice_size_annotation_upper_bound(
+    replica_path: Path, meta: Mapping[str, Any], pod_set: Any
+) -> ErrorList:
+    """Slice sizes may not exceed the pod set's count (``ValidateSliceSizeAnnotationUpperBound``).
+
+    ``pod_set`` is a :class:`~jobframework.api.PodSet` (or None: nothing to check).
+    """
+    if pod_set is None:
+        return ErrorList()
+    ann: Mapping[str, str] = meta.get("annotations") or {}
+    path = replica_path.child("annotations")
+    count = int(pod_set.count)
+    errs = ErrorList()
+    if c.PODSET_SLICE_SIZE_ANNOTATION in ann:
+        text = ann[c.PODSET_SLICE_SIZE_ANNOTATION]
+        size = _parse_int32(text)
+        size_path = path.key(c.PODSET_SLICE_SIZE_ANNOTATION)
+        if size is None:
+            return ErrorList([invalid(size_path, text, "must be a numeric value")])
+        if size > count:
+            errs.append(invalid(size_path, text, f"must not be greater than pod set count {count}"))
+    key = c.PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS_ANNOTATION
+    if key in ann:
+        try:
+            raw = json.loads(ann[key])
+            first = _json_int32(raw[0].get("size")) if isinstance(raw, list) and raw else None
+        except (ValueError, TypeError, AttributeError):
+            first = None
+        if first is not None and first > count:
+            errs.append(invalid(path.key(key), first,
+                                f"must not be greater than pod set count {count}"))
     return errs
