@@ -52,6 +52,7 @@ from ..runtime.client.interface import (
 )
 from ..runtime.objects import Object
 from ..runtime.selectors import FieldSelector, LabelSelector
+from ._registry import NoKindMatchError
 
 if TYPE_CHECKING:
     from ..runtime.client.rest import RestClient
@@ -206,7 +207,7 @@ class HTTPFront:
             return await self._dispatch(request, target, user)
         except errors.ApiError as err:
             return _error_response(err)
-        except LookupError:  # NoKindMatchError: the kind stopped being served
+        except NoKindMatchError:  # the kind stopped being served mid-request
             return _error_response(_not_found())
         except asyncio.CancelledError:
             raise
@@ -250,7 +251,7 @@ class HTTPFront:
         field_manager = q.get("fieldManager") or None
         if t.name is None:
             if method == "GET" and q.get("watch") in ("true", "1"):
-                return await self._watch(request, t)
+                return await self._watch(request, t, user)
             if method == "GET":
                 out = await client.list(gvk, namespace=t.namespace,
                                         label_selector=_labels(q.get("labelSelector")),
@@ -368,7 +369,7 @@ class HTTPFront:
 
     # ------------------------------------------------------------------ watch
 
-    async def _watch(self, request: web.Request, t: _Target) -> web.StreamResponse:
+    async def _watch(self, request: web.Request, t: _Target, user: str) -> web.StreamResponse:
         q = request.query
         labels = _labels(q.get("labelSelector"))
         fields = _fields(q.get("fieldSelector"))
@@ -376,7 +377,7 @@ class HTTPFront:
         if rv not in (None, "") and not rv.isdigit():
             raise errors.BadRequest(f'invalid resource version "{rv}"')
         timeout = q.get("timeoutSeconds")
-        stream = self.server.client(user=self._user(request)).watch(
+        stream = self.server.client(user=user).watch(
             t.mapping.gvk, namespace=t.namespace, label_selector=labels, field_selector=fields,
             resource_version=rv, allow_bookmarks=q.get("allowWatchBookmarks") == "true",
             timeout_seconds=int(timeout) if timeout else None)
