@@ -17,6 +17,7 @@ from jobframework.testing._patch import (
     create_merge_patch,
     json_equal,
     merge_patch,
+    strategic_merge_patch,
 )
 
 
@@ -80,7 +81,7 @@ class TestMergePatch:
         assert "cannot unmarshal array" in info.value.message
 
     @given(_objects, _objects)
-    @_props(150)
+    @_props(100)
     def test_create_then_apply_round_trips(self, a: dict[str, Any], b: dict[str, Any]) -> None:
         patch = create_merge_patch(a, b)
         assert json_equal(merge_patch(a, patch), b)
@@ -160,7 +161,7 @@ class TestJsonPatch:
         assert "cannot unmarshal" in info.value.message
 
     @given(_objects, _objects)
-    @_props(150)
+    @_props(100)
     def test_create_then_apply_round_trips(self, a: dict[str, Any], b: dict[str, Any]) -> None:
         ops = create_json_patch(a, b)
         assert json_equal(apply_json_patch(a, ops), b)
@@ -171,3 +172,75 @@ class TestJsonPatch:
     def test_round_trip_with_nulls(self, a: dict[str, Any], b: dict[str, Any]) -> None:
         # Unlike merge patch, JSON patch can express explicit nulls.
         assert json_equal(apply_json_patch(a, create_json_patch(a, b)), b)
+
+
+class TestStrategicMergePatch:
+    POD = {
+        "metadata": {"name": "p", "finalizers": ["a"], "labels": {"x": "1"}},
+        "spec": {
+            "containers": [
+                {"name": "main", "image": "img:1", "env": [{"name": "A", "value": "1"}]},
+                {"name": "side", "image": "side:1"},
+            ],
+            "tolerations": [{"key": "k1"}],
+        },
+        "status": {"conditions": [{"type": "Ready", "status": "False"}]},
+    }
+
+    def test_keyed_lists_merge_by_key(self) -> None:
+        patch = {"spec": {"containers": [
+            {"name": "main", "image": "img:2", "env": [{"name": "B", "value": "2"}]},
+            {"name": "new", "image": "n:1"}]},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+        out = strategic_merge_patch(self.POD, patch)
+        assert out["spec"]["containers"] == [
+            {"name": "main", "image": "img:2",
+             "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]},
+            {"name": "side", "image": "side:1"},
+            {"name": "new", "image": "n:1"}]
+        assert out["status"]["conditions"] == [{"type": "Ready", "status": "True"}]
+        assert self.POD["spec"]["containers"][0]["image"] == "img:1"
+
+    def test_unkeyed_lists_replace_and_scalar_sets_union(self) -> None:
+        out = strategic_merge_patch(self.POD, {"spec": {"tolerations": [{"key": "k2"}]},
+                                               "metadata": {"finalizers": ["b", "a"]}})
+        assert out["spec"]["tolerations"] == [{"key": "k2"}]
+        assert out["metadata"]["finalizers"] == ["a", "b"]
+
+    def test_directives(self) -> None:
+        out = strategic_merge_patch(self.POD, {
+            "spec": {"containers": [{"$patch": "delete", "name": "side"}]},
+            "metadata": {"$deleteFromPrimitiveList/finalizers": ["a"],
+                         "labels": {"$patch": "replace", "y": "2"}},
+        })
+        assert [c["name"] for c in out["spec"]["containers"]] == ["main"]
+        assert out["metadata"]["finalizers"] == []
+        assert out["metadata"]["labels"] == {"y": "2"}
+        out = strategic_merge_patch(self.POD, {"spec": {"containers": [
+            {"name": "only", "image": "o"}, {"$patch": "replace"}]}})
+        assert out["spec"]["containers"] == [{"name": "only", "image": "o"}]
+        out = strategic_merge_patch(self.POD, {"status": {"$patch": "delete"}})
+        assert "status" not in out
+
+    def test_retain_keys_and_element_order(self) -> None:
+        out = strategic_merge_patch(self.POD, {"spec": {
+            "$retainKeys": ["containers"],
+            "$setElementOrder/containers": [{"name": "side"}, {"name": "main"}]}})
+        assert list(out["spec"]) == ["containers"]
+        assert [c["name"] for c in out["spec"]["containers"]] == ["side", "main"]
+
+    def test_null_deletes_and_errors(self) -> None:
+        out = strategic_merge_patch(self.POD, {"metadata": {"labels": None}})
+        assert "labels" not in out["metadata"]
+        with pytest.raises(errors.BadRequest, match="merge key"):
+            strategic_merge_patch(self.POD, {"spec": {"containers": [{"image": "x"}]}})
+        with pytest.raises(errors.BadRequest, match="Unknown patch type"):
+            strategic_merge_patch(self.POD, {"spec": {"$patch": "explode"}})
+
+    @given(_objects, _objects)
+    @_props(100)
+    def test_without_keyed_lists_it_is_a_merge_patch(self, a: dict[str, Any],
+                                                      b: dict[str, Any]) -> None:
+        # Keys drawn from "abcd/~" never name a keyed list, so SMP reduces to RFC 7386.
+        patch = create_merge_patch(a, b)
+        assert json_equal(strategic_merge_patch(a, patch), merge_patch(a, patch))
