@@ -9,6 +9,7 @@ subdomain must consist of ...``. Functions take a :class:`~jobframework.interfac
 
 from __future__ import annotations
 
+import decimal
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -682,3 +683,125 @@ def validate_slice_size_annotation_upper_bound(
             errs.append(invalid(path.key(key), first,
                                 f"must not be greater than pod set count {count}"))
     return errs
+
+
+# --- pod group spec immutability (ValidateImmutablePodGroupPodSpec) -------------------------
+
+_QUANTITY_SUFFIXES: Final[dict[str, decimal.Decimal]] = {
+    "Ki": decimal.Decimal(2**10), "Mi": decimal.Decimal(2**20), "Gi": decimal.Decimal(2**30),
+    "Ti": decimal.Decimal(2**40), "Pi": decimal.Decimal(2**50), "Ei": decimal.Decimal(2**60),
+    "n": decimal.Decimal("1e-9"), "u": decimal.Decimal("1e-6"), "m": decimal.Decimal("1e-3"),
+    "": decimal.Decimal(1), "k": decimal.Decimal(10**3), "M": decimal.Decimal(10**6),
+    "G": decimal.Decimal(10**9), "T": decimal.Decimal(10**12), "P": decimal.Decimal(10**15),
+    "E": decimal.Decimal(10**18),
+}
+_QUANTITY_RE: Final = re.compile(
+    r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(?:([eE][+-]?[0-9]+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)")
+
+
+def quantity_value(q: Any) -> decimal.Decimal | None:
+    """The numeric value of a ``resource.Quantity`` (``"100m"``, ``"1Gi"``, ``2``), or None."""
+    if isinstance(q, bool):
+        return None
+    if isinstance(q, int | float):
+        return decimal.Decimal(str(q))
+    if not isinstance(q, str):
+        return None
+    m = _QUANTITY_RE.fullmatch(q.strip())
+    if m is None:
+        return None
+    number, exponent, suffix = m.groups()
+    value = decimal.Decimal(number)
+    if exponent:
+        return value.scaleb(int(exponent[1:]))
+    return value * _QUANTITY_SUFFIXES[suffix or ""]
+
+
+def _empty(v: Any) -> bool:
+    return v is None or v == [] or v == {}
+
+
+def semantic_equal(a: Any, b: Any, *, quantities: bool = False) -> bool:
+    """apimachinery's ``equality.Semantic.DeepEqual`` on JSON: nil equals empty; with
+    ``quantities``, map values compare as resource quantities."""
+    if _empty(a) and _empty(b):
+        return True
+    if isinstance(a, dict) and isinstance(b, dict):
+        if a.keys() != b.keys():
+            return False
+        return all(semantic_equal(a[k], b[k], quantities=quantities) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(semantic_equal(x, y, quantities=quantities)
+                                        for x, y in zip(a, b, strict=True))
+    if quantities:
+        qa, qb = quantity_value(a), quantity_value(b)
+        if qa is not None and qb is not None:
+            return qa == qb
+    return bool(a == b)
+
+
+_QUANTITY_FIELDS: Final = frozenset({"requests", "overhead", "resources"})
+
+
+def _containers_shape(containers: Any) -> list[dict[str, Any]] | None:
+    if not containers:
+        return None
+    return [{"resources": {"requests": (c.get("resources") or {}).get("requests")},
+             "ports": c.get("ports")} for c in containers]
+
+
+def pod_spec_shape(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """Kueue's ``SpecShape``: the pod spec parts that must not change for a pod group."""
+    shape: dict[str, Any] = {
+        "initContainers": _containers_shape(spec.get("initContainers")),
+        "containers": _containers_shape(spec.get("containers")),
+        "nodeSelector": spec.get("nodeSelector"),
+        "affinity": spec.get("affinity"),
+        "tolerations": spec.get("tolerations"),
+        "runtimeClassName": spec.get("runtimeClassName"),
+        "priority": spec.get("priority"),
+        "topologySpreadConstraints": spec.get("topologySpreadConstraints"),
+        "overhead": spec.get("overhead"),
+        "resourceClaims": spec.get("resourceClaims"),
+    }
+    # Pod-level resources count only when set, so older role hashes stay stable.
+    if spec.get("resources") is not None:
+        shape["resources"] = (spec.get("resources") or {}).get("requests")
+    return shape
+
+
+def _immutable(new: Any, old: Any, path: Path, quantities: bool) -> ErrorList:
+    if semantic_equal(new, old, quantities=quantities):
+        return ErrorList()
+    return ErrorList([invalid(path, new, FIELD_IMMUTABLE_ERROR_MSG)])
+
+
+def _validate_shape(new: Mapping[str, Any], old: Mapping[str, Any], path: Path) -> ErrorList:
+    errs = ErrorList()
+    # Go walks the keys in map order (random); a fixed order keeps messages reproducible.
+    keys = list(new) + [k for k in old if k not in new]
+    for key in keys:
+        child = path.child(key)
+        new_v, old_v = new.get(key), old.get(key)
+        if key in ("containers", "initContainers"):
+            new_l, old_l = new_v or [], old_v or []
+            if len(new_l) != len(old_l):
+                errs.extend(_immutable(new_v, old_v, child, True))
+                continue
+            for i, (n, o) in enumerate(zip(new_l, old_l, strict=True)):
+                item = child.index_(i)
+                errs.extend(_immutable(n["resources"]["requests"], o["resources"]["requests"],
+                                       item.child("resources", "requests"), True))
+                errs.extend(_immutable(n["ports"], o["ports"], item.child("ports"), False))
+        else:
+            errs.extend(_immutable(new_v, old_v, child, key in _QUANTITY_FIELDS))
+    return errs
+
+
+def validate_immutable_pod_group_pod_spec(
+    new_spec: Mapping[str, Any], old_spec: Mapping[str, Any], path: Path
+) -> ErrorList:
+    """Serving pod groups may not change their pod spec *shape* (requests, ports, node
+    selection, tolerations, priority...); images may change (``ValidateImmutablePodGroupPodSpec``).
+    """
+    return _validate_shape(pod_spec_shape(new_spec), pod_spec_shape(old_spec), path)

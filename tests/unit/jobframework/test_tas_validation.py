@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from jobframework.api import PodSet
@@ -9,6 +11,9 @@ from jobframework.constants import FeatureGates
 from jobframework.field import new_path
 from jobframework.validation import (
     is_qualified_name,
+    quantity_value,
+    semantic_equal,
+    validate_immutable_pod_group_pod_spec,
     validate_label_name,
     validate_slice_size_annotation_upper_bound,
     validate_tas_pod_set_request,
@@ -149,3 +154,71 @@ def test_qualified_names() -> None:
         "prefix part a lowercase RFC 1123 subdomain")
     assert "name part must be no more than 63 characters" in is_qualified_name("a" * 64)
     assert [str(e) for e in validate_label_name("ok", "p")] == []
+
+
+# --- ValidateImmutablePodGroupPodSpec (validation_test.go TestValidateImmutablePodSpec) -------
+
+SPEC = new_path("spec")
+
+
+def container(image: str = "busybox", cpu: str | None = None) -> dict[str, Any]:
+    c: dict[str, Any] = {"name": "c", "image": image}
+    if cpu is not None:
+        c["resources"] = {"requests": {"cpu": cpu}}
+    return c
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "want"),
+    [
+        ({}, {"containers": [container()]}, [
+            'spec.containers: Invalid value: [{"ports":null,"resources":{"requests":null}}]: '
+            "field is immutable"]),
+        ({"containers": [container()]}, {},
+         ["spec.containers: Invalid value: null: field is immutable"]),
+        ({"containers": [container("other")]}, {"containers": [container("busybox")]}, []),
+        ({"containers": [container(cpu="100m")]}, {"containers": [container(cpu="200m")]}, [
+            'spec.containers[0].resources.requests: Invalid value: {"cpu":"200m"}: field is '
+            "immutable"]),
+        ({"containers": [container(cpu="1")]}, {"containers": [container(cpu="1000m")]}, []),
+        ({}, {"initContainers": [container()]}, [
+            'spec.initContainers: Invalid value: [{"ports":null,"resources":{"requests":null}}]: '
+            "field is immutable"]),
+        ({"initContainers": [container()]}, {}, [
+            "spec.initContainers: Invalid value: null: field is immutable"]),
+        ({"initContainers": [container(cpu="100m")]}, {"initContainers": [container()]}, [
+            "spec.initContainers[0].resources.requests: Invalid value: null: field is "
+            "immutable"]),
+        ({}, {"nodeSelector": {"k": "v"}}, [
+            'spec.nodeSelector: Invalid value: {"k":"v"}: field is immutable']),
+        ({}, {"tolerations": [{"key": "k"}]}, [
+            'spec.tolerations: Invalid value: [{"key":"k"}]: field is immutable']),
+        ({"tolerations": [{"key": "k"}]}, {"tolerations": [{"key": "k2"}]}, [
+            'spec.tolerations: Invalid value: [{"key":"k2"}]: field is immutable']),
+        ({"tolerations": [{"key": "k"}]}, {}, [
+            "spec.tolerations: Invalid value: null: field is immutable"]),
+        ({}, {"runtimeClassName": "gvisor"}, [
+            'spec.runtimeClassName: Invalid value: "gvisor": field is immutable']),
+        ({"priority": 1}, {"priority": 2}, ["spec.priority: Invalid value: 2: field is immutable"]),
+        ({"tolerations": []}, {}, []),
+        ({"containers": [container()]}, {"containers": [container()],
+                                         "resources": {"requests": {"cpu": "1"}}}, [
+            'spec.resources: Invalid value: {"cpu":"1"}: field is immutable']),
+    ],
+)
+def test_immutable_pod_group_pod_spec(old: dict[str, Any], new: dict[str, Any],
+                                      want: list[str]) -> None:
+    got = validate_immutable_pod_group_pod_spec(new, old, SPEC)
+    assert [str(e) for e in got] == want
+
+
+def test_quantities() -> None:
+    assert quantity_value("100m") == quantity_value("0.1")
+    assert quantity_value("1Gi") == 2**30
+    assert quantity_value("1e3") == 1000
+    assert quantity_value(2) == 2
+    assert quantity_value("abc") is None
+    assert semantic_equal({"cpu": "1"}, {"cpu": "1000m"}, quantities=True)
+    assert not semantic_equal({"cpu": "1"}, {"cpu": "1000m"})
+    assert semantic_equal(None, {})
+    assert not semantic_equal([1], [1, 2])
