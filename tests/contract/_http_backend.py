@@ -27,7 +27,7 @@ async def http_backend() -> AsyncIterator[Backend]:
     clock = ManualClock()
     server = APIServer(clock)
     async with await serve_http(server) as front, \
-            front.client(timeouts=Timeouts(request=30.0, watch_inactivity=30.0)) as client:
+            front.client(timeouts=Timeouts(read=30.0, watch_inactivity=30.0)) as client:
         namespace = f"test-{secrets.token_hex(4)}"
         await client.create({"apiVersion": "v1", "kind": "Namespace",
                              "metadata": {"name": namespace}})

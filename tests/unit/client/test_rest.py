@@ -495,3 +495,16 @@ async def test_rate_limited_client_waits_for_tokens(fake_api: FakeAPI) -> None:
     # Five requests (/api, /apis, /api/v1, /apis/batch/v1, the GET) at 1 qps, burst 1.
     assert len(fake_api.requests) == 5
     assert clock.monotonic() - start == pytest.approx(4.0)
+
+
+async def test_read_timeout_bounds_a_silent_non_watch_response(fake_api: FakeAPI) -> None:
+    async def stall(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await resp.prepare(request)
+        await asyncio.sleep(5)
+        return resp
+
+    fake_api.handler = stall
+    async with RestClient.from_url(fake_api.url, timeouts=Timeouts(read=0.05)) as client:
+        with pytest.raises(TimeoutError):
+            await client.request_json("GET", "/api/v1/namespaces/default/pods/p")

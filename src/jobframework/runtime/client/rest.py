@@ -75,15 +75,19 @@ CLIENT_GO_DEFAULT_RATE_LIMIT = RateLimit(qps=5.0, burst=10)
 class Timeouts:
     """Client-side timeouts in seconds (None disables one).
 
-    ``connect``: TCP+TLS connection setup. ``request``: a whole non-watch request.
-    ``watch_inactivity``: a watch stream that delivers nothing (no event, no bookmark) for
-    this long is closed and ends like a server-side close, so the caller re-watches from
-    its last resourceVersion instead of hanging on a half-open connection (kopf's
-    zombie-watch lesson). Keep it above the server's bookmark interval (about a minute).
+    ``connect``: TCP+TLS connection setup. ``read``: a non-watch response that delivers no
+    bytes for this long fails with ``TimeoutError`` (a per-read bound, so a large list
+    that keeps streaming is never cut). ``total``: an optional bound on a whole non-watch
+    request (off, as in client-go). ``watch_inactivity``: a watch stream that delivers
+    nothing (no event, no bookmark) for this long is closed and ends like a server-side
+    close, so the caller re-watches from its last resourceVersion instead of hanging on a
+    half-open connection (kopf's zombie-watch lesson). Keep it above the server's
+    bookmark interval (about a minute).
     """
 
     connect: float | None = 10.0
-    request: float | None = 60.0
+    read: float | None = 60.0
+    total: float | None = None
     watch_inactivity: float | None = 300.0
 
 
@@ -373,10 +377,12 @@ class RestClient:
             raise RuntimeError("RestClient is closed")
         rest = self._api.rest_client
         session: aiohttp.ClientSession = rest.pool_manager
+        t = self._timeouts
+        # Watches bound each read themselves (watch_inactivity), so no socket read timeout.
         timeout = aiohttp.ClientTimeout(
-            total=None if watch else self._timeouts.request,
-            sock_connect=self._timeouts.connect,
-            connect=self._timeouts.connect,
+            total=None if watch else t.total,
+            sock_connect=t.connect,
+            sock_read=None if watch else t.read,
         )
         extra: dict[str, Any] = {}
         if getattr(rest, "proxy", None):
