@@ -167,7 +167,8 @@ class SchemaNode:
             types = ("integer", "string")
         self.types: tuple[str, ...] = types
         self.nullable: bool = bool(raw.get("nullable"))
-        self.format: str = str(raw.get("format") or "")
+        #: The format validation uses: apiextensions strips the ones it does not support.
+        self.format: str = _supported_format(str(raw.get("format") or ""), types)
         self.properties: dict[str, SchemaNode] = {
             k: SchemaNode(v) for k, v in (raw.get("properties") or {}).items()
         }
@@ -391,16 +392,14 @@ class StructuralSchema:
                 out.append(_type_error(path, wanted, "null"))
             return
         actual = _json_type(data)
-        numeric = actual in ("integer", "number")
         is_float_int = actual == "number" and "integer" in node.types and float(data).is_integer()
         is_int_float = actual == "integer" and "number" in node.types
         if node.format and not isinstance(data, str | list):
-            # A format is checked like a type for non-strings (kube-openapi's typeValidator).
-            go_format = {"integer": "int64", "number": "double"}.get(actual, "")
-            lower_int = node.format == "int64" and go_format == "int32"
+            # A format is checked like a type for non-strings (kube-openapi's typeValidator);
+            # decoded JSON numbers are int64 or float64 there.
+            go_format = {"integer": "int64", "number": "float64"}.get(actual, "")
             if not (actual in node.types or node.format == go_format or is_float_int
-                    or is_int_float or lower_int or (numeric and node.format in (
-                        "float64",))):
+                    or is_int_float):
                 out.append(_type_error(path, node.format, go_format))
                 return
         if (node.format and "integer" not in node.types and "number" not in node.types
@@ -457,7 +456,7 @@ class StructuralSchema:
                                        f"{path} in body should match '{node.pattern}'"))
 
     def _check_format(self, data: str, node: SchemaNode, path: str, out: list[Cause]) -> None:
-        check = _FORMATS.get(node.format)
+        check = _FORMATS.get(node.format.replace("-", ""))
         if check is not None and not check(data):
             out.append(field_error("FieldValueTypeInvalid", _fp(path), data,
                                    f"{path} in body must be of type {node.format}: "
@@ -615,7 +614,22 @@ def _enum_equal(data: Any, allowed: Any) -> bool:
     return type(data) is type(allowed) and bool(data == allowed)
 
 
-# Formats validated by apiextensions (others, "date-time" included, are stripped).
+def _supported_format(fmt: str, types: tuple[str, ...]) -> str:
+    # StripUnsupportedFormatsPostProcessor: string formats by normalized name ("date-time"
+    # is "datetime"), int32/int64 for integers, float/double for numbers, nothing else.
+    if not fmt:
+        return ""
+    kind = types[0] if len(types) == 1 else ""
+    if kind in ("", "string"):
+        return fmt if fmt.replace("-", "") in _FORMATS else ""
+    if kind == "integer":
+        return fmt if fmt in ("int32", "int64") else ""
+    if kind == "number":
+        return fmt if fmt in ("float", "double") else ""
+    return ""
+
+
+# The string formats apiextensions validates (names normalized without "-").
 def _is_date(s: str) -> bool:
     try:
         datetime.date.fromisoformat(s)
@@ -705,8 +719,13 @@ _FORMATS: Final[dict[str, Callable[[str], bool]]] = {
     "email": lambda s: bool(re.fullmatch(r"[^@\s]+@[^@\s]+", s)),
     "uri": lambda s: bool(re.match(r"^([a-zA-Z][a-zA-Z0-9+.-]*:|/)", s)),
     "hexcolor": lambda s: bool(re.fullmatch(r"#?([0-9a-fA-F]{3}|[0-9a-fA-F]{6})", s)),
-    "k8s-short-name": lambda s: len(s) <= 63 and bool(_DNS1123_LABEL.match(s)),
-    "k8s-long-name": lambda s: len(s) <= 253 and bool(_DNS1123_SUBDOMAIN.match(s)),
+    "k8sshortname": lambda s: len(s) <= 63 and bool(_DNS1123_LABEL.match(s)),
+    "k8slongname": lambda s: len(s) <= 253 and bool(_DNS1123_SUBDOMAIN.match(s)),
+    "password": lambda s: True,
+    "bsonobjectid": lambda s: bool(re.fullmatch(r"[0-9a-fA-F]{24}", s)),
+    "ssn": lambda s: bool(re.fullmatch(r"\d{3}[- ]?\d{2}[- ]?\d{4}", s)),
+    "rgbcolor": lambda s: bool(re.fullmatch(
+        r"rgb\(\s*\d{1,3}\s*,\s*\d{1,3}\s*,\s*\d{1,3}\s*\)", s)),
 }
 
 
