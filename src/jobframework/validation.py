@@ -805,3 +805,53 @@ def validate_immutable_pod_group_pod_spec(
     selection, tolerations, priority...); images may change (``ValidateImmutablePodGroupPodSpec``).
     """
     return _validate_shape(pod_spec_shape(new_spec), pod_spec_shape(old_spec), path)
+
+
+def validate_pod_set_grouping_topology(
+    pod_sets: list[Any], annotations_path_by_name: Mapping[str, Path]
+) -> ErrorList:
+    """``podset-group-name`` groups: exactly 2 pod sets, one with a single replica, and the
+    same required/preferred topology (``ValidatePodSetGroupingTopology``).
+
+    ``pod_sets`` are :class:`~jobframework.api.PodSet`; ``annotations_path_by_name`` maps a
+    pod set name to its template annotations path.
+    """
+    groups: dict[str, list[Any]] = {}
+    for ps in pod_sets:
+        req = ps.topology_request
+        if req is None or req.pod_set_group_name is None:
+            continue
+        groups.setdefault(req.pod_set_group_name, []).append(ps)
+    errs = ErrorList()
+    for name, members in groups.items():
+        if len(members) != 2:
+            for ps in members:
+                errs.append(invalid(
+                    annotations_path_by_name[ps.name].key(c.PODSET_GROUP_NAME_ANNOTATION), name,
+                    f"can only define groups of exactly 2 pod sets, got: {len(members)} "
+                    "pod set(s)"))
+            continue
+        first, second = members
+        path1 = annotations_path_by_name[first.name]
+        path2 = annotations_path_by_name[second.name]
+        if first.count != 1 and second.count != 1:
+            msg = ("can only define groups where at least one pod set has only 1 replica, got: "
+                   f"{first.count} replica(s) and {second.count} replica(s) in the group")
+            errs.append(invalid(path1.key(c.PODSET_GROUP_NAME_ANNOTATION), name, msg))
+            errs.append(invalid(path2.key(c.PODSET_GROUP_NAME_ANNOTATION), name, msg))
+        r1, r2 = first.topology_request, second.topology_request
+        consistent = (
+            (r1.required is not None or r1.preferred is not None)
+            and (r2.required is not None or r2.preferred is not None)
+            and r1.required == r2.required and r1.preferred == r2.preferred
+        )
+        if not consistent:
+            errs.append(invalid(path1, OMIT_VALUE, _group_topology_msg(path2, name)))
+            errs.append(invalid(path2, OMIT_VALUE, _group_topology_msg(path1, name)))
+    return errs
+
+
+def _group_topology_msg(other: Path, group: str) -> str:
+    return (f"must specify '{c.PODSET_REQUIRED_TOPOLOGY_ANNOTATION}' or "
+            f"'{c.PODSET_PREFERRED_TOPOLOGY_ANNOTATION}' topology consistent with "
+            f"'{other}' in group '{group}'")

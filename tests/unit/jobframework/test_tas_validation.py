@@ -15,6 +15,7 @@ from jobframework.validation import (
     semantic_equal,
     validate_immutable_pod_group_pod_spec,
     validate_label_name,
+    validate_pod_set_grouping_topology,
     validate_slice_size_annotation_upper_bound,
     validate_tas_pod_set_request,
 )
@@ -222,3 +223,37 @@ def test_quantities() -> None:
     assert not semantic_equal({"cpu": "1"}, {"cpu": "1000m"})
     assert semantic_equal(None, {})
     assert not semantic_equal([1], [1, 2])
+
+
+def grouped(name: str, count: int, group: str, **req: str) -> PodSet:
+    return PodSet.from_dict({"name": name, "count": count,
+                             "topologyRequest": {"podSetGroupName": group, **req}})
+
+
+def paths(*names: str) -> dict[str, Any]:
+    return {n: new_path("spec", "replicatedJobs").key(n).child("annotations") for n in names}
+
+
+def test_pod_set_grouping_topology() -> None:
+    ok = [grouped("leader", 1, "g", required="rack"), grouped("workers", 4, "g", required="rack")]
+    assert validate_pod_set_grouping_topology(ok, paths("leader", "workers")) == []
+    lone = [grouped("a", 1, "g", required="rack"), PodSet(name="b", count=2)]
+    assert [str(e) for e in validate_pod_set_grouping_topology(lone, paths("a", "b"))] == [
+        'spec.replicatedJobs[a].annotations[kueue.x-k8s.io/podset-group-name]: Invalid value: '
+        '"g": can only define groups of exactly 2 pod sets, got: 1 pod set(s)']
+    big = [grouped("a", 2, "g", required="rack"), grouped("b", 3, "g", preferred="rack")]
+    got = [str(e) for e in validate_pod_set_grouping_topology(big, paths("a", "b"))]
+    assert got == [
+        'spec.replicatedJobs[a].annotations[kueue.x-k8s.io/podset-group-name]: Invalid value: '
+        '"g": can only define groups where at least one pod set has only 1 replica, got: 2 '
+        "replica(s) and 3 replica(s) in the group",
+        'spec.replicatedJobs[b].annotations[kueue.x-k8s.io/podset-group-name]: Invalid value: '
+        '"g": can only define groups where at least one pod set has only 1 replica, got: 2 '
+        "replica(s) and 3 replica(s) in the group",
+        "spec.replicatedJobs[a].annotations: Invalid value: must specify "
+        "'kueue.x-k8s.io/podset-required-topology' or 'kueue.x-k8s.io/podset-preferred-topology'"
+        " topology consistent with 'spec.replicatedJobs[b].annotations' in group 'g'",
+        "spec.replicatedJobs[b].annotations: Invalid value: must specify "
+        "'kueue.x-k8s.io/podset-required-topology' or 'kueue.x-k8s.io/podset-preferred-topology'"
+        " topology consistent with 'spec.replicatedJobs[a].annotations' in group 'g'",
+    ]
