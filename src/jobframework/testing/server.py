@@ -29,7 +29,7 @@ from ..runtime.client.interface import (
 from ..runtime.clock import Clock, RealClock, rfc3339
 from ..runtime.objects import GVK, Object, deep_copy
 from ..runtime.selectors import FieldSelector, LabelSelector
-from . import _gc
+from . import _apply, _gc
 from ._patch import apply_json_patch, json_equal, merge_patch
 from ._registry import (
     CRD_GVK,
@@ -75,6 +75,9 @@ FINALIZER_FOREGROUND = "foregroundDeletion"
 FINALIZER_NAMESPACE = "kubernetes"
 
 _SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+#: The field manager of writes that name none (the real server derives it from the
+#: User-Agent; clients of this library are Python programs).
+DEFAULT_FIELD_MANAGER = "jobframework"
 
 
 def _meta(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -426,6 +429,17 @@ class APIServer:
             raise errors.new_invalid(info.gvk.kind, str(_meta(obj).get("name") or ""),
                                      list(causes), info.gvk.group)
 
+    def _track(
+        self, info: KindInfo, old: Object | None, new: Object, subresource: str,
+        field_manager: str | None,
+    ) -> Object:
+        """Record a non-apply write in ``metadata.managedFields`` (operation Update)."""
+        reset = ["status"] if info.status_subresource and not subresource else None
+        return _apply.update_managed_fields(
+            old, new, manager=field_manager or DEFAULT_FIELD_MANAGER,
+            now=rfc3339(self.clock.now()), subresource=subresource or None,
+            schema=self._schema(info), reset_fields=reset)
+
     def _generate_name(self, base: str) -> str:
         suffix = "".join(self._random.choice(_NAME_ALPHABET) for _ in range(_GENERATED_SUFFIX))
         return base[:_MAX_GENERATE_BASE] + suffix
@@ -491,6 +505,9 @@ class APIServer:
                 out["status"] = deep_copy(new["status"])
             else:
                 out.pop("status", None)
+            # managedFields were computed for this very write: keep them.
+            if "managedFields" in _meta(new):
+                out["metadata"]["managedFields"] = deep_copy(_meta(new)["managedFields"])
             return out
         out = deep_copy(new)
         meta = out.setdefault("metadata", {})
@@ -641,18 +658,20 @@ class APIServer:
 
     async def _create(
         self, info: KindInfo, obj: Object, *, user: str, field_manager: str | None,
-        dry_run: bool,
+        dry_run: bool, verb: str = "create", tracked: bool = False,
     ) -> Object:
+        """POST. ``tracked``: managedFields were already computed (server-side apply)."""
         obj = deep_copy(obj)
         meta = obj.setdefault("metadata", {})
         namespace = str(meta.get("namespace") or "") if info.namespaced else ""
         if info.namespaced and not namespace:
             raise errors.BadRequest("the object has no metadata.namespace; namespaced kinds "
                                     "must be created in a namespace")
-        await self.faults.before("create", info.gvk, info.plural, namespace,
+        await self.faults.before(verb, info.gvk, info.plural, namespace,
                                  meta.get("name") or None)
         self._namespace_check(info, namespace, "CREATE", str(meta.get("name") or ""))
-        options = {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"}
+        options = {"kind": "CreateOptions" if verb == "create" else "PatchOptions",
+                   "apiVersion": "meta.k8s.io/v1"}
         if field_manager:
             options["fieldManager"] = field_manager
         obj["apiVersion"] = info.gvk.api_version
@@ -665,6 +684,8 @@ class APIServer:
         self._prepare_create(info, obj)
         self._validate_create(info, obj)
         self._validate_schema(info, obj)
+        if not tracked:
+            obj = self._track(info, None, obj, "", field_manager)
         name = str(_meta(obj)["name"])
         await self._admit(False, info, "CREATE", namespace, name, "", user, dry_run, options,
                           obj, None)
@@ -686,7 +707,7 @@ class APIServer:
     async def _update(
         self, info: KindInfo, obj: Object, *, subresource: str, user: str,
         field_manager: str | None, dry_run: bool, verb: str = "update",
-        patcher: Any = None,
+        patcher: Any = None, tracked: bool = False,
     ) -> Object:
         """PUT (or, with ``patcher``, PATCH): a read-modify-write guarded by resourceVersion.
 
@@ -725,6 +746,8 @@ class APIServer:
                 mutated = self._decode(info, mutated)
             new = self._prepare_update(info, old, mutated, subresource)
             self._validate_schema(info, new)
+            if not tracked:
+                new = self._track(info, old_out, new, subresource, field_manager)
             await self._admit(False, info, "UPDATE", namespace, name, subresource, user,
                               dry_run, options, new, old_out)
             current = self._store(info.gr).get(key)
@@ -756,7 +779,9 @@ class APIServer:
         force: bool | None, dry_run: bool,
     ) -> Object:
         if patch_type == PatchType.APPLY:
-            raise _unsupported_media_type()
+            return await self._server_side_apply(
+                info, namespace, name, patch, subresource=subresource, user=user,
+                field_manager=field_manager, force=bool(force), dry_run=dry_run)
         if patch_type == PatchType.STRATEGIC and info.crd is not None:
             raise _unsupported_media_type()
         # Built-in kinds get merge-patch semantics for strategic merge patches (no patch
@@ -771,6 +796,62 @@ class APIServer:
         return await self._update(info, stub, subresource=subresource, user=user,
                                   field_manager=field_manager, dry_run=dry_run, verb="patch",
                                   patcher=patcher)
+
+    async def _server_side_apply(
+        self, info: KindInfo, namespace: str | None, name: str, applied: Any, *,
+        subresource: str, user: str, field_manager: str | None, force: bool, dry_run: bool,
+    ) -> Object:
+        """PATCH with ``application/apply-patch+yaml``: create or merge by field ownership."""
+        if not field_manager:
+            raise errors.new_invalid("PatchOptions", "", [
+                {"reason": "FieldValueRequired", "field": "fieldManager",
+                 "message": "Required value: is required for apply patch"}], "meta.k8s.io")
+        if not isinstance(applied, Mapping):
+            raise errors.BadRequest("error decoding YAML: apply patch must be an object")
+        config = deep_copy(dict(applied))
+        api_version = config.get("apiVersion")
+        kind = config.get("kind")
+        if api_version != info.gvk.api_version or kind != info.gvk.kind:
+            raise errors.BadRequest(
+                f"the API version in the data ({api_version}) does not match the expected "
+                f"API version ({info.gvk.api_version})" if api_version != info.gvk.api_version
+                else f"the kind in the data ({kind}) does not match the expected kind "
+                     f"({info.gvk.kind})")
+        ns = (namespace or "") if info.namespaced else ""
+        meta = config.setdefault("metadata", {})
+        if meta.get("name") not in (None, name):
+            raise errors.BadRequest(
+                f"the name of the object ({meta.get('name')}) does not match the name on the "
+                f"URL ({name})")
+        meta["name"] = name
+        if info.namespaced:
+            if meta.get("namespace") not in (None, "", ns):
+                raise errors.BadRequest("the namespace of the provided object does not match "
+                                        "the namespace sent on the request")
+            meta["namespace"] = ns
+        config = self._decode(info, config)
+        schema = self._schema(info)
+        reset = ["status"] if info.status_subresource and not subresource else None
+
+        def merge(current: Object | None) -> Object:
+            return _apply.apply(current, config, manager=field_manager, force=force,
+                                now=rfc3339(self.clock.now()), schema=schema,
+                                subresource=subresource or None, reset_fields=reset)
+
+        key = self._key(info, ns, name)
+        if key not in self._store(info.gr):
+            if subresource:
+                raise errors.new_not_found(info.plural, name, info.gvk.group)
+            try:
+                return await self._create(info, merge(None), user=user,
+                                          field_manager=field_manager, dry_run=dry_run,
+                                          verb="patch", tracked=True)
+            except errors.AlreadyExists:
+                pass  # created meanwhile: apply to it
+        stub: Object = {"metadata": {"name": name, "namespace": ns}}
+        return await self._update(info, stub, subresource=subresource, user=user,
+                                  field_manager=field_manager, dry_run=dry_run, verb="patch",
+                                  patcher=merge, tracked=True)
 
     async def _delete(
         self, info: KindInfo, namespace: str | None, name: str, *,
