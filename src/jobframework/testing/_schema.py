@@ -45,12 +45,19 @@ __all__ = [
     "StructuralSchema",
     "field_error",
     "format_bad_value",
+    "strict_decoding_message",
 ]
 
 #: An apimachinery ``metav1.StatusCause``: ``{"reason": ..., "message": ..., "field": ...}``.
 Cause = dict[str, str]
 
 _META_FIELDS: Final = frozenset({"apiVersion", "kind", "metadata"})
+# ObjectMeta's JSON fields: the apiserver decodes metadata into ObjectMeta, dropping others.
+_OBJECT_META_FIELDS: Final = frozenset({
+    "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
+    "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
+    "annotations", "ownerReferences", "finalizers", "managedFields",
+})
 _MISSING: Final[Any] = object()
 
 # apimachinery field.ErrorType → the word ErrorBody() starts with.
@@ -750,6 +757,8 @@ def _prune(x: Any, node: SchemaNode | None, path: list[str], found: list[str] | 
             return
         for key in list(x):
             if node.embedded and key in _META_FIELDS:
+                if key == "metadata":
+                    _prune_object_meta(x[key], _child(path, key), found)
                 continue
             prop = node.properties.get(key)
             if prop is not None:
@@ -766,10 +775,33 @@ def _prune(x: Any, node: SchemaNode | None, path: list[str], found: list[str] | 
             _prune(item, items, [*path, f"[{i}]"], found)
 
 
+def _prune_object_meta(meta: Any, path: list[str], found: list[str] | None) -> None:
+    # GetObjectMeta/SetObjectMeta round trip: only ObjectMeta's own fields survive.
+    if not isinstance(meta, dict):
+        return
+    for key in list(meta):
+        if key not in _OBJECT_META_FIELDS:
+            if found is not None:
+                found.append(_join(_child(path, key)))
+            del meta[key]
+
+
+def strict_decoding_message(unknown: Sequence[str]) -> str:
+    """``strict decoding error: unknown field "spec.a", unknown field "spec.b"``.
+
+    What ``fieldValidation=Strict`` answers (wrapped in a 400 by the handler) for the paths
+    :meth:`StructuralSchema.unknown_fields` returns; ``Warn`` sends each
+    ``unknown field "<path>"`` as a warning instead.
+    """
+    return "strict decoding error: " + ", ".join(f'unknown field "{p}"' for p in unknown)
+
+
 def _skip_prune(x: Any, node: SchemaNode, path: list[str], found: list[str] | None) -> None:
     if isinstance(x, dict):
         for key, value in x.items():
             if node.embedded and key in _META_FIELDS:
+                if key == "metadata":
+                    _prune_object_meta(value, _child(path, key), found)
                 continue
             prop = node.properties.get(key)
             if prop is not None:

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jobframework.runtime import errors
-from jobframework.testing._schema import SchemaNode, StructuralSchema
+from jobframework.testing._schema import SchemaNode, StructuralSchema, strict_decoding_message
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -275,17 +275,26 @@ class TestPrune:
     def test_unknown_fields_dropped_meta_kept(self, schema: StructuralSchema) -> None:
         obj = _obj(bogus=1, podSets=[{"name": "a", "count": 1, "zzz": 2,
                                       "template": {"apiVersion": "v1", "kind": "Pod",
-                                                   "metadata": {"anything": 1}, "spec": {}}}])
+                                                   "metadata": {"labels": {"a": "b"},
+                                                                "anything": 1},
+                                                   "spec": {}}}])
         obj["metadata"]["annotations"] = {"a": "b"}
+        obj["metadata"]["nonsense"] = True
         obj["other"] = {}
         pruned = schema.prune(obj)
         assert "bogus" not in pruned["spec"] and "other" not in pruned
+        # metadata is decoded as ObjectMeta: its own fields stay, anything else goes.
         assert pruned["metadata"] == {"name": "t", "annotations": {"a": "b"}}
         assert pruned["spec"]["podSets"][0] == {
             "name": "a", "count": 1,
-            "template": {"apiVersion": "v1", "kind": "Pod", "metadata": {"anything": 1},
+            "template": {"apiVersion": "v1", "kind": "Pod", "metadata": {"labels": {"a": "b"}},
                          "spec": {}}}
-        assert schema.unknown_fields(obj) == ["other", "spec.bogus", "spec.podSets[0].zzz"]
+        unknown = schema.unknown_fields(obj)
+        assert unknown == ["metadata.nonsense", "other", "spec.bogus",
+                           "spec.podSets[0].template.metadata.anything",
+                           "spec.podSets[0].zzz"]
+        assert strict_decoding_message(unknown[:2]) == (
+            'strict decoding error: unknown field "metadata.nonsense", unknown field "other"')
 
     def test_preserve_unknown_still_prunes_declared_children(
         self, schema: StructuralSchema
