@@ -24,6 +24,7 @@ from .api.workload import (
     PodsetSliceRequiredTopologyConstraint,
     PodSetTopologyRequest,
     PodSetUpdate,
+    Workload,
 )
 from .constants import DEFAULT_FEATURES, FeatureGate, FeatureGates
 from .field import go_quote
@@ -286,6 +287,55 @@ def _put(target: dict[str, Any], key: str, value: Any) -> None:
     # Go's omitempty: an empty map or list is not serialized, so it is not added here.
     if value:
         target[key] = value
+
+
+async def pod_sets_info_from_status(
+    reader: Reader, wl: Workload, *, features: FeatureGates = DEFAULT_FEATURES
+) -> list[PodSetInfo] | None:
+    """What to inject at start, from an admitted Workload (Kueue's ``getPodSetsInfoFromStatus``).
+
+    Per pod set assignment (paired by index with ``spec.podSets``): :func:`from_assignment`,
+    the TAS ``kueue.x-k8s.io/workload`` annotation, the elastic slice-name annotation, the
+    ``kueue.x-k8s.io/podset`` label, the MultiKueue worker label, the local/cluster queue
+    labels, then the first matching ``podSetUpdates`` entry of each admission check.
+    A conflicting update raises :class:`InvalidPodSetUpdateError` prefixed with
+    ``in admission check "<name>": ``. None when there is no assignment.
+    """
+    admission = wl.status.admission if wl.status else None
+    if admission is None or not admission.pod_set_assignments:
+        return None
+    # Imported here: validation imports interface, which imports this module.
+    from .validation import is_dns1123_label, workload_slice_enabled
+
+    wl_labels = wl.metadata.labels or {}
+    wl_dict = {"metadata": {"annotations": wl.metadata.annotations or {}}}
+    infos: list[PodSetInfo] = []
+    for i, assignment in enumerate(admission.pod_set_assignments):
+        info = await from_assignment(reader, assignment, wl.spec.pod_sets[i], features=features)
+        assert info.annotations is not None and info.labels is not None
+        if features.enabled(FeatureGate.TOPOLOGY_AWARE_SCHEDULING):
+            info.annotations[c.WORKLOAD_ANNOTATION] = wl.name
+        if workload_slice_enabled(wl_dict, features=features):
+            info.annotations[c.WORKLOAD_SLICE_NAME_ANNOTATION] = (
+                (wl.metadata.annotations or {}).get(c.WORKLOAD_SLICE_NAME_ANNOTATION, wl.name))
+        info.labels[c.PODSET_LABEL] = assignment.name
+        if c.MULTIKUEUE_ORIGIN_LABEL in wl_labels:
+            info.labels[c.MULTIKUEUE_WORKER_WORKLOAD_POD_LABEL] = "true"
+        if features.enabled(FeatureGate.ASSIGN_QUEUE_LABELS_FOR_PODS):
+            info.labels[c.LOCAL_QUEUE_LABEL] = wl.spec.queue_name or ""
+            if not is_dns1123_label(admission.cluster_queue):
+                info.labels[c.CLUSTER_QUEUE_LABEL] = admission.cluster_queue
+        for check in (wl.status.admission_checks if wl.status else None) or []:
+            for update in check.pod_set_updates or []:
+                if update.name == info.name:
+                    try:
+                        info.merge(PodSetInfo.from_update(update))
+                    except InvalidPodSetUpdateError as err:
+                        raise InvalidPodSetUpdateError(
+                            f"in admission check {go_quote(check.name or '')}: {err}") from err
+                    break
+        infos.append(info)
+    return infos
 
 
 def pod_sets_info_from_workload_spec(pod_sets: Sequence[PodSet]) -> list[PodSetInfo]:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from jobframework.api import PodSet, PodSetAssignment
+from jobframework.api import PodSet, PodSetAssignment, Workload
 from jobframework.constants import FeatureGates
 from jobframework.podset import (
     InvalidPodsetInfoError,
@@ -19,6 +19,7 @@ from jobframework.podset import (
     is_permanent,
     merge_into_template,
     pod_set_topology_request,
+    pod_sets_info_from_status,
     restore_pod_spec,
     sanitize_pod_set,
     sanitize_pod_sets,
@@ -363,3 +364,88 @@ def test_topology_request_errors(annotations: dict[str, str], message: str) -> N
     with pytest.raises(TopologyRequestError) as exc:
         pod_set_topology_request({"annotations": annotations})
     assert str(exc.value).startswith(message)
+
+
+# --- pod_sets_info_from_status (getPodSetsInfoFromStatus) -------------------------------------
+
+
+def admitted_workload(**extra: Any) -> Workload:
+    wl: dict[str, Any] = {
+        "metadata": {"name": "job-a-1b2c3", "namespace": "ns"},
+        "spec": {"queueName": "lq", "podSets": [
+            {"name": "main", "count": 3, "template": {}},
+            {"name": "aux", "count": 1, "template": {}}]},
+        "status": {"admission": {"clusterQueue": "cq", "podSetAssignments": [
+            {"name": "main", "flavors": {"cpu": "flavor1"}, "count": 2},
+            {"name": "aux"}]}},
+    }
+    for key, value in extra.items():
+        section, _, field = key.partition("__")
+        wl[section][field] = value
+    return Workload.from_dict(wl)
+
+
+async def test_pod_sets_info_from_status() -> None:
+    reader = FlavorReader(flavor("flavor1", {"zone": "a"}, [dict(T0)]))
+    infos = await pod_sets_info_from_status(reader, admitted_workload())
+    assert infos is not None
+    main, aux = infos
+    assert (main.name, main.count, aux.name, aux.count) == ("main", 2, "aux", 1)
+    assert main.node_selector == {"zone": "a"}
+    assert main.tolerations == [T0]
+    assert main.labels == {"kueue.x-k8s.io/podset": "main",
+                           "kueue.x-k8s.io/local-queue-name": "lq",
+                           "kueue.x-k8s.io/cluster-queue-name": "cq"}
+    assert main.annotations == {"kueue.x-k8s.io/workload": "job-a-1b2c3"}
+
+
+async def test_pod_sets_info_from_status_gates_and_labels() -> None:
+    features = FeatureGates(TopologyAwareScheduling=False, AssignQueueLabelsForPods=False)
+    wl = admitted_workload(metadata__labels={"kueue.x-k8s.io/multikueue-origin": "o"},
+                           metadata__annotations={"kueue.x-k8s.io/elastic-job": "true"})
+    infos = await pod_sets_info_from_status(FlavorReader(flavor("flavor1", {})), wl,
+                                            features=features)
+    assert infos is not None
+    assert infos[0].labels == {"kueue.x-k8s.io/podset": "main",
+                               "kueue.x-k8s.io/multikueue-worker-workload-pod": "true"}
+    assert infos[0].annotations == {"kueue.x-k8s.io/workload-slice-name": "job-a-1b2c3"}
+
+
+async def test_invalid_cluster_queue_name_is_not_a_label() -> None:
+    wl = admitted_workload()
+    assert wl.status is not None and wl.status.admission is not None
+    wl.status.admission.cluster_queue = "Not_A_Label"
+    infos = await pod_sets_info_from_status(FlavorReader(flavor("flavor1", {})), wl)
+    assert infos is not None
+    assert "kueue.x-k8s.io/cluster-queue-name" not in (infos[0].labels or {})
+
+
+async def test_pod_sets_info_from_status_admission_checks() -> None:
+    checks = [
+        {"name": "prov", "state": "Ready", "message": "", "podSetUpdates": [
+            {"name": "main", "labels": {"x": "1"}, "nodeSelector": {"pool": "p"}},
+            {"name": "main", "labels": {"ignored": "second entry"}}]},
+        {"name": "other", "state": "Ready", "message": "", "podSetUpdates": [
+            {"name": "aux", "annotations": {"a": "b"}}]},
+    ]
+    infos = await pod_sets_info_from_status(FlavorReader(flavor("flavor1", {})),
+                                            admitted_workload(status__admissionChecks=checks))
+    assert infos is not None
+    assert infos[0].labels is not None and infos[0].labels["x"] == "1"
+    assert "ignored" not in infos[0].labels
+    assert infos[0].node_selector == {"pool": "p"}
+    assert infos[1].annotations is not None and infos[1].annotations["a"] == "b"
+    conflict = [{"name": "prov", "state": "Ready", "message": "", "podSetUpdates": [
+        {"name": "main", "labels": {"kueue.x-k8s.io/podset": "other"}}]}]
+    with pytest.raises(InvalidPodSetUpdateError) as exc:
+        await pod_sets_info_from_status(FlavorReader(flavor("flavor1", {})),
+                                        admitted_workload(status__admissionChecks=conflict))
+    assert str(exc.value) == (
+        'in admission check "prov": invalid admission check PodSetUpdate: conflict for labels: '
+        "conflict for key=kueue.x-k8s.io/podset, value1=main, value2=other")
+    assert is_permanent(exc.value)
+
+
+async def test_no_admission_no_info() -> None:
+    wl = Workload.from_dict({"metadata": {"name": "w"}, "spec": {"podSets": []}})
+    assert await pod_sets_info_from_status(FlavorReader(), wl) is None
