@@ -322,7 +322,8 @@ class APIServer:
             if watcher.gr == info.gr:
                 watcher.push(event)
         self._after_commit(info, event)
-        self._schedule_gc()
+        if event.type == "DELETED" or _gc_relevant(stored) or (old and _gc_relevant(old)):
+            self._schedule_gc()
         return stored
 
     def _after_commit(self, info: KindInfo, event: StoredEvent) -> None:
@@ -926,6 +927,13 @@ class APIServer:
             return self._commit(info, key, new, old)
         self._commit(info, key, None, old)
         return None
+
+
+def _gc_relevant(obj: Object) -> bool:
+    # Writes the collector or the namespace controller may have to act on.
+    meta = _meta(obj)
+    return bool(meta.get("ownerReferences") or meta.get("deletionTimestamp")
+                or meta.get("finalizers"))
 
 
 def _deletion_finalizers(
