@@ -46,8 +46,16 @@ def _get(c: Condition | dict[str, Any], key: str) -> Any:
 
 
 def _set(c: Condition | dict[str, Any], key: str, value: Any) -> None:
+    # observedGeneration is omitempty in Go: a zero value is not serialized at all.
+    omit = key == "observedGeneration" and not value
     if isinstance(c, dict):
-        c[key] = value
+        if omit:
+            c.pop(key, None)
+        else:
+            c[key] = value
+    elif omit:
+        setattr(c, _FIELDS[key], None)
+        c.__pydantic_fields_set__.discard(_FIELDS[key])
     else:
         setattr(c, _FIELDS[key], value)
 

@@ -358,3 +358,15 @@ def test_set_condition_transition_time_tracks_status_changes(
     for c in conds:
         assert (c.status, c.reason) == current[c.type]
         assert c.last_transition_time == last_change[c.type]
+
+
+@pytest.mark.parametrize("as_dict", [False, True])
+def test_zero_observed_generation_is_omitted(as_dict: bool) -> None:
+    existing: Any = {"type": "A", "status": "True", "reason": "r", "message": "",
+                     "observedGeneration": 3, "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    conds: list[Any] = [existing if as_dict else Condition.from_dict(existing)]
+    new: Any = {"type": "A", "status": "True", "reason": "r", "message": ""}
+    assert set_condition(conds, new if as_dict else Condition(**new), now=T1)
+    dumped = conds[0] if as_dict else conds[0].to_dict()
+    assert dumped == {"type": "A", "status": "True", "reason": "r", "message": "",
+                      "lastTransitionTime": "2026-01-01T00:00:00Z"}
