@@ -259,6 +259,9 @@ class StructuralSchema:
             schema = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
         return cls(schema)
 
+    def __repr__(self) -> str:
+        return f"StructuralSchema({self.raw!r})"
+
     # ---------------------------------------------------------------- lookups
 
     def node(self, path: str | Sequence[str]) -> SchemaNode | None:

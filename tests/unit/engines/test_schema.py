@@ -6,7 +6,7 @@ import copy
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from jobframework.runtime import errors
@@ -383,9 +383,12 @@ def _from_schema(node: SchemaNode, depth: int = 0) -> st.SearchStrategy[Any]:
         if node.format == "date":
             return st.dates().map(lambda d: d.isoformat())
         if node.pattern:
-            lo = max(node.min_length or 0, 1)
-            return st.text("abcxyz", min_size=lo, max_size=node.max_length or 8)
-        return st.text(min_size=node.min_length or 0, max_size=node.max_length or 8)
+            # Truncation keeps a match for the "^[x]+$" patterns these schemas use.
+            return st.from_regex(node.pattern, fullmatch=True).map(
+                lambda s: s[: node.max_length or 8])
+        longest = node.max_length if node.max_length is not None else 8
+        text = st.text(min_size=node.min_length or 0, max_size=longest)
+        return text | st.none() if node.nullable else text
     if kind == "integer":
         lo = int(node.minimum) if node.minimum is not None else -(2**31)
         hi = int(node.maximum) if node.maximum is not None else 2**31 - 1
@@ -476,3 +479,127 @@ class TestProperties:
     def test_defaulting_is_idempotent(self, obj: dict[str, Any]) -> None:
         once = _ROOT.apply_defaults(obj)
         assert _ROOT.apply_defaults(once) == once
+
+
+# Random structural schemas, and values drawn from them.
+_leaf_schemas: st.SearchStrategy[dict[str, Any]] = st.one_of(
+    st.builds(lambda lo, extra: {"type": "string", "minLength": lo, "maxLength": lo + extra},
+              st.integers(0, 2), st.integers(0, 4)),
+    st.just({"type": "string", "pattern": "^[a-c]+$"}),
+    st.lists(st.text("xyz", min_size=1, max_size=3), min_size=1, max_size=3, unique=True).map(
+        lambda values: {"type": "string", "enum": values}),
+    st.builds(lambda lo, span: {"type": "integer", "minimum": lo, "maximum": lo + span},
+              st.integers(-5, 5), st.integers(0, 10)),
+    st.just({"type": "integer", "format": "int32"}),
+    st.just({"type": "number", "minimum": 0, "exclusiveMinimum": True}),
+    st.just({"type": "boolean"}),
+    st.just({"x-kubernetes-int-or-string": True}),
+    st.just({"type": "string", "nullable": True}),
+    st.just({"type": "string", "format": "date"}),
+    st.just({"type": "string", "default": "d"}),
+)
+_prop_names = st.sampled_from(["a", "b", "c", "name", "kind"])
+
+
+def _object_schema(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {"type": "object", "properties": props,
+            "required": sorted(set(required) & set(props))}
+
+
+def _container_schemas(inner: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[Any]:
+    props = st.dictionaries(_prop_names, inner, min_size=1, max_size=3)
+    return st.one_of(
+        st.builds(_object_schema, props, st.lists(_prop_names, max_size=2)),
+        inner.map(lambda i: {"type": "array", "items": i, "maxItems": 3}),
+        props.map(lambda p: {
+            "type": "array", "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["name"],
+            "items": _object_schema({**p, "name": {"type": "string", "minLength": 1}},
+                                    ["name"])}),
+        inner.map(lambda i: {"type": "object", "additionalProperties": i}),
+        props.map(lambda p: {"type": "object", "properties": p,
+                             "x-kubernetes-preserve-unknown-fields": True}),
+    )
+
+
+_raw_schemas = st.recursive(_leaf_schemas, _container_schemas, max_leaves=6)
+
+
+@st.composite
+def _schemas(draw: st.DrawFn) -> StructuralSchema:
+    return StructuralSchema({"type": "object", "required": ["spec"],
+                             "properties": {"spec": draw(_raw_schemas)}})
+
+
+class TestRandomSchemas:
+    @given(_schemas(), st.data())
+    @_props(150)
+    def test_values_drawn_from_a_schema_validate_and_survive_pruning(
+        self, schema: StructuralSchema, data: st.DataObject
+    ) -> None:
+        obj = data.draw(_from_schema(schema.root))
+        assert schema.validate(obj) == []
+        assert schema.prune(obj) == obj
+        normalized = schema.normalize(obj)
+        assert schema.validate(normalized) == []
+        assert schema.normalize(normalized) == normalized
+
+    @given(_schemas(), st.data())
+    @_props(150)
+    def test_one_broken_field_gives_one_cause_at_its_path(
+        self, schema: StructuralSchema, data: st.DataObject
+    ) -> None:
+        obj = data.draw(_from_schema(schema.root))
+        targets = list(_typed_leaves(obj, schema.root, ""))
+        removable = list(_required_members(obj, schema.root, ""))
+        assume(targets or removable)
+        broken = copy.deepcopy(obj)
+        if targets and (not removable or data.draw(st.booleans())):
+            path, parent, key, typ = data.draw(st.sampled_from(targets))
+            _resolve(broken, parent)[key] = []
+            assert schema.validate(broken) == [{
+                "reason": "FieldValueTypeInvalid", "field": path,
+                "message": f'Invalid value: "array": {path} in body must be of type {typ}: '
+                           '"array"'}]
+        else:
+            path, parent, key = data.draw(st.sampled_from(removable))
+            del _resolve(broken, parent)[key]
+            assert schema.validate(broken) == [{
+                "reason": "FieldValueRequired", "field": path, "message": "Required value"}]
+
+
+def _members(value: Any, node: SchemaNode, path: str) -> Any:
+    # (child value, child schema, child path, accessor) for each member of value.
+    if isinstance(value, dict):
+        for key, child in value.items():
+            sub = node.field(key)
+            if sub is not None:
+                yield child, sub, f"{path}.{key}" if path else key, key
+    elif isinstance(value, list) and node.items is not None:
+        for i, child in enumerate(value):
+            yield child, node.items, f"{path}[{i}]", i
+
+
+def _typed_leaves(value: Any, node: SchemaNode, path: str, trail: tuple[Any, ...] = ()) -> Any:
+    for child, sub, sub_path, key in _members(value, node, path):
+        # (A string with a format accepts lists: kube-openapi skips its type check.)
+        if (len(sub.types) == 1 and sub.types[0] in ("string", "integer", "number", "boolean")
+                and not sub.enum and not sub.format and not isinstance(child, dict | list)):
+            yield sub_path, trail, key, sub.types[0]
+        yield from _typed_leaves(child, sub, sub_path, (*trail, key))
+
+
+def _required_members(value: Any, node: SchemaNode, path: str,
+                      trail: tuple[Any, ...] = ()) -> Any:
+    if isinstance(value, dict):
+        for name in node.required:
+            if name in value:
+                yield (f"{path}.{name}" if path else name), trail, name
+    for child, sub, sub_path, key in _members(value, node, path):
+        yield from _required_members(child, sub, sub_path, (*trail, key))
+
+
+def _resolve(obj: Any, trail: tuple[Any, ...]) -> Any:
+    for key in trail:
+        obj = obj[key]
+    return obj
