@@ -415,7 +415,7 @@ def _leaves(paths: set[Any]) -> set[Any]:
 
 class TestProperties:
     @given(st.none() | _configs(), _configs())
-    @_props(150)
+    @_props(100)
     def test_apply_is_idempotent(self, base: dict[str, Any] | None,
                                  cfg: dict[str, Any]) -> None:
         live = apply(None, base, manager="other", force=False, now=T0) if base else None
@@ -424,7 +424,7 @@ class TestProperties:
         assert twice == once
 
     @given(_configs(), _configs())
-    @_props(150)
+    @_props(100)
     def test_applied_values_win_and_are_owned(self, first: dict[str, Any],
                                               second: dict[str, Any]) -> None:
         live = apply(None, first, manager="one", force=False, now=T0)
@@ -442,7 +442,7 @@ class TestProperties:
                 assert out["spec"][key] == value
 
     @given(_specs, _specs)
-    @_props(150)
+    @_props(100)
     def test_disjoint_fields_never_conflict(self, a: dict[str, Any],
                                             b: dict[str, Any]) -> None:
         b = {f"other{k}": v for k, v in b.items()}
@@ -465,7 +465,7 @@ class TestProperties:
         assert _owners(out) == {"one": {".spec.g"}, "two": {".spec.f"}}
 
     @given(_configs().filter(_no_empty_keyed), _configs().filter(_no_empty_keyed))
-    @_props(150)
+    @_props(100)
     def test_reapplying_subset_removes_only_unowned(self, full: dict[str, Any],
                                                     sub: dict[str, Any]) -> None:
         # A sole manager that applies `full` then `sub` ends with what applying `sub` alone

@@ -81,13 +81,13 @@ class TestMergePatch:
         assert "cannot unmarshal array" in info.value.message
 
     @given(_objects, _objects)
-    @_props(100)
+    @_props(75)
     def test_create_then_apply_round_trips(self, a: dict[str, Any], b: dict[str, Any]) -> None:
         patch = create_merge_patch(a, b)
         assert json_equal(merge_patch(a, patch), b)
 
     @given(_objects)
-    @_props(100)
+    @_props(75)
     def test_diff_of_equal_objects_is_empty(self, a: dict[str, Any]) -> None:
         assert create_merge_patch(a, copy.deepcopy(a)) == {}
 
@@ -161,14 +161,14 @@ class TestJsonPatch:
         assert "cannot unmarshal" in info.value.message
 
     @given(_objects, _objects)
-    @_props(100)
+    @_props(75)
     def test_create_then_apply_round_trips(self, a: dict[str, Any], b: dict[str, Any]) -> None:
         ops = create_json_patch(a, b)
         assert json_equal(apply_json_patch(a, ops), b)
 
     @given(st.dictionaries(_keys, _json_with_null, max_size=5),
            st.dictionaries(_keys, _json_with_null, max_size=5))
-    @_props(100)
+    @_props(75)
     def test_round_trip_with_nulls(self, a: dict[str, Any], b: dict[str, Any]) -> None:
         # Unlike merge patch, JSON patch can express explicit nulls.
         assert json_equal(apply_json_patch(a, create_json_patch(a, b)), b)
@@ -238,7 +238,7 @@ class TestStrategicMergePatch:
             strategic_merge_patch(self.POD, {"spec": {"$patch": "explode"}})
 
     @given(_objects, _objects)
-    @_props(100)
+    @_props(75)
     def test_without_keyed_lists_it_is_a_merge_patch(self, a: dict[str, Any],
                                                       b: dict[str, Any]) -> None:
         # Keys drawn from "abcd/~" never name a keyed list, so SMP reduces to RFC 7386.

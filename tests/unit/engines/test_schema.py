@@ -453,7 +453,7 @@ def _with_junk(obj: Any, node: SchemaNode | None, junk: Any, *, kept_only: bool)
 
 class TestProperties:
     @given(_valid_objects)
-    @_props(150)
+    @_props(100)
     def test_generated_objects_validate(self, obj: dict[str, Any]) -> None:
         assert _ROOT.validate(obj) == []
 
@@ -463,7 +463,7 @@ class TestProperties:
         assert _ROOT.validate(_ROOT.apply_defaults(obj)) == []
 
     @given(_valid_objects, _junk)
-    @_props(150)
+    @_props(100)
     def test_pruning_keeps_declared_and_is_idempotent(self, obj: dict[str, Any],
                                                       junk: Any) -> None:
         pruned = _ROOT.prune(obj)
@@ -533,7 +533,7 @@ def _schemas(draw: st.DrawFn) -> StructuralSchema:
 
 class TestRandomSchemas:
     @given(_schemas(), st.data())
-    @_props(150)
+    @_props(100)
     def test_values_drawn_from_a_schema_validate_and_survive_pruning(
         self, schema: StructuralSchema, data: st.DataObject
     ) -> None:
@@ -545,7 +545,7 @@ class TestRandomSchemas:
         assert schema.normalize(normalized) == normalized
 
     @given(_schemas(), st.data())
-    @_props(150)
+    @_props(100)
     def test_one_broken_field_gives_one_cause_at_its_path(
         self, schema: StructuralSchema, data: st.DataObject
     ) -> None:
