@@ -122,18 +122,37 @@ async def test_update_with_stale_resource_version_conflicts(widgets: Backend) ->
     assert got["spec"]["size"] == 2
 
 
-async def test_update_without_resource_version_is_unconditional(widgets: Backend) -> None:
-    created = await widgets.client.create(widgets.widget("w1", size=1))
-    await widgets.client.update(dict(created, spec={"size": 2}))
-    blind = widgets.widget("w1", size=3)
-    updated = await widgets.client.update(blind)
-    assert updated["spec"]["size"] == 3
+async def test_update_without_resource_version_is_unconditional_for_builtins(
+    backend: Backend,
+) -> None:
+    created = await backend.client.create(backend.configmap("cm", v="1"))
+    await backend.client.update(dict(created, data={"v": "2"}))
+    updated = await backend.client.update(backend.configmap("cm", v="3"))
+    assert updated["data"] == {"v": "3"}
     assert updated["metadata"]["uid"] == created["metadata"]["uid"]
+
+
+async def test_custom_resource_update_requires_resource_version(widgets: Backend) -> None:
+    await widgets.client.create(widgets.widget("w1", size=1))
+    with pytest.raises(errors.Invalid) as exc:
+        await widgets.client.update(widgets.widget("w1", size=3))
+    assert [c["field"] for c in exc.value.causes] == ["metadata.resourceVersion"]
+    assert exc.value.message.endswith(
+        '"w1" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for '
+        "an update")
+    blind_status = widgets.widget("w1")
+    blind_status["status"] = {"phase": "x"}
+    with pytest.raises(errors.Invalid):
+        await widgets.client.update_status(blind_status)
+    # A patch needs no resourceVersion: it applies to the latest state.
+    patched = await widgets.client.patch(WIDGET, "w1", {"spec": {"size": 3}},
+                                         namespace=widgets.namespace)
+    assert patched["spec"]["size"] == 3
 
 
 async def test_update_missing_is_not_found(widgets: Backend) -> None:
     with pytest.raises(errors.NotFound):
-        await widgets.client.update(widgets.widget("ghost", size=1))
+        await widgets.client.update(widgets.configmap("ghost"))
 
 
 async def test_noop_update_keeps_resource_version(widgets: Backend) -> None:

@@ -54,6 +54,9 @@ class KindInfo:
     default_gc: GCPolicy = "Background"
     #: The CRD's ``metadata.name`` when the kind came from a CRD.
     crd: str | None = None
+    #: ``AllowUnconditionalUpdate``: whether a PUT may omit ``metadata.resourceVersion``
+    #: (built-ins mostly allow it; custom resources and CRDs do not).
+    unconditional_update: bool = True
 
     @property
     def gr(self) -> GroupResource:
@@ -102,7 +105,7 @@ def builtin_kinds() -> list[KindInfo]:
         KindInfo(GVK("scheduling.k8s.io", "v1", "PriorityClass"), "priorityclasses", False,
                  status_subresource=False, generation=False),
         KindInfo(GVK("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
-                 "customresourcedefinitions", False),
+                 "customresourcedefinitions", False, unconditional_update=False),
         KindInfo(GVK(ar, "v1", "MutatingWebhookConfiguration"),
                  "mutatingwebhookconfigurations", False, status_subresource=False),
         KindInfo(GVK(ar, "v1", "ValidatingWebhookConfiguration"),
@@ -142,7 +145,7 @@ def kinds_from_crd(crd: Mapping[str, Any]) -> list[KindInfo]:
         out.append(KindInfo(
             GVK(group, version["name"], kind), plural, namespaced,
             status_subresource="status" in subresources, schema=schema,
-            crd=f"{plural}.{group}"))
+            crd=f"{plural}.{group}", unconditional_update=False))
     if not out:
         raise ValueError("spec.versions: Invalid value: must have at least one served version")
     return out

@@ -188,7 +188,7 @@ class APIServer:
     ) -> None:
         """Serve a kind (a custom resource without a CRD object)."""
         info = KindInfo(gvk, plural, namespaced, status_subresource=status_subresource,
-                        schema=schema)
+                        schema=schema, unconditional_update=False)
         self._registry.add(info)
         self._schemas.pop(gvk, None)
         self._start_history(info)
@@ -736,6 +736,12 @@ class APIServer:
             request["apiVersion"] = info.gvk.api_version
             request["kind"] = info.gvk.kind
             wanted_rv = str(_meta(request).get("resourceVersion") or "")
+            if not wanted_rv and not info.unconditional_update:
+                # The registry names the resource where the kind belongs (a known TODO).
+                raise errors.new_invalid(info.plural, name, [
+                    {"reason": "FieldValueInvalid", "field": "metadata.resourceVersion",
+                     "message": "Invalid value: 0x0: must be specified for an update"}],
+                    info.gvk.group)
             if wanted_rv and wanted_rv != _meta(old).get("resourceVersion"):
                 raise errors.new_conflict(info.plural, name, _CONFLICT_MSG, info.gvk.group)
             old_out = self._out(info, old)
@@ -755,9 +761,11 @@ class APIServer:
             if current is None:
                 raise errors.new_not_found(info.plural, name, info.gvk.group)
             if current is not old:
-                if wanted_rv:
+                if wanted_rv and patcher is None:
                     raise errors.new_conflict(info.plural, name, _CONFLICT_MSG, info.gvk.group)
-                continue  # unconditional: redo against the latest state
+                # Unconditional, or a patch: redo against the latest state (a patch that
+                # carries a resourceVersion then conflicts on the next round).
+                continue
             if dry_run:
                 return self._out(info, new)
             return self._out(info, self._write_update(info, key, old, new))
