@@ -312,9 +312,14 @@ class StructuralSchema:
 
     def unknown_fields(self, obj: Mapping[str, Any]) -> list[str]:
         """Sorted paths (``spec.foo[0].bar``) that :meth:`prune` would drop."""
-        found: list[str] = []
+        found: list[tuple[int, str]] = []
         _prune(copy.deepcopy(dict(obj)), self._root_as_resource(), [], found)
-        return sorted(found)
+        # The apiserver's order: the root's ObjectMeta decoding, then pruning (sorted),
+        # then the coercion of embedded resources' metadata.
+        root_meta = [p for group, p in found if group == 0]
+        pruned = sorted(p for group, p in found if group == 1)
+        embedded_meta = [p for group, p in found if group == 2]
+        return root_meta + pruned + embedded_meta
 
     def _root_as_resource(self) -> SchemaNode:
         if self.root.embedded:
@@ -739,6 +744,10 @@ _FORMATS: Final[dict[str, Callable[[str], bool]]] = {
 }
 
 
+# Unknown field paths tagged 0 (root metadata), 1 (pruned) or 2 (embedded metadata).
+_Found = list[tuple[int, str]] | None
+
+
 def _join(path: list[str]) -> str:
     return "".join(path)
 
@@ -747,7 +756,7 @@ def _child(path: list[str], key: str) -> list[str]:
     return [*path, "." + key] if path else [key]
 
 
-def _prune(x: Any, node: SchemaNode | None, path: list[str], found: list[str] | None) -> None:
+def _prune(x: Any, node: SchemaNode | None, path: list[str], found: _Found) -> None:
     if node is not None and node.preserve_unknown:
         _skip_prune(x, node, path, found)
         return
@@ -755,7 +764,7 @@ def _prune(x: Any, node: SchemaNode | None, path: list[str], found: list[str] | 
         if node is None:
             for key in list(x):
                 if found is not None:
-                    found.append(_join(_child(path, key)))
+                    found.append((1, _join(_child(path, key))))
                 del x[key]
             return
         for key in list(x):
@@ -770,7 +779,7 @@ def _prune(x: Any, node: SchemaNode | None, path: list[str], found: list[str] | 
                 _prune(x[key], node.additional, _child(path, key), found)
             else:
                 if found is not None:
-                    found.append(_join(_child(path, key)))
+                    found.append((1, _join(_child(path, key))))
                 del x[key]
     elif isinstance(x, list):
         items = node.items if node is not None else None
@@ -778,14 +787,14 @@ def _prune(x: Any, node: SchemaNode | None, path: list[str], found: list[str] | 
             _prune(item, items, [*path, f"[{i}]"], found)
 
 
-def _prune_object_meta(meta: Any, path: list[str], found: list[str] | None) -> None:
+def _prune_object_meta(meta: Any, path: list[str], found: _Found) -> None:
     # GetObjectMeta/SetObjectMeta round trip: only ObjectMeta's own fields survive.
     if not isinstance(meta, dict):
         return
     for key in list(meta):
         if key not in _OBJECT_META_FIELDS:
             if found is not None:
-                found.append(_join(_child(path, key)))
+                found.append((2 if len(path) > 1 else 0, _join(_child(path, key))))
             del meta[key]
 
 
@@ -799,7 +808,7 @@ def strict_decoding_message(unknown: Sequence[str]) -> str:
     return "strict decoding error: " + ", ".join(f'unknown field "{p}"' for p in unknown)
 
 
-def _skip_prune(x: Any, node: SchemaNode, path: list[str], found: list[str] | None) -> None:
+def _skip_prune(x: Any, node: SchemaNode, path: list[str], found: _Found) -> None:
     if isinstance(x, dict):
         for key, value in x.items():
             if node.embedded and key in _META_FIELDS:

@@ -68,7 +68,7 @@ SCHEMA: dict[str, Any] = {
                     "type": "array",
                     "x-kubernetes-list-type": "map",
                     "x-kubernetes-list-map-keys": ["type"],
-                    "items": {"type": "object", "properties": {
+                    "items": {"type": "object", "required": ["type"], "properties": {
                         "type": {"type": "string"}, "status": {"type": "string"}}},
                 },
             },
@@ -290,9 +290,9 @@ class TestPrune:
             "template": {"apiVersion": "v1", "kind": "Pod", "metadata": {"labels": {"a": "b"}},
                          "spec": {}}}
         unknown = schema.unknown_fields(obj)
-        assert unknown == ["metadata.nonsense", "other", "spec.bogus",
-                           "spec.podSets[0].template.metadata.anything",
-                           "spec.podSets[0].zzz"]
+        # kube-apiserver's order: root metadata, sorted pruned paths, embedded metadata.
+        assert unknown == ["metadata.nonsense", "other", "spec.bogus", "spec.podSets[0].zzz",
+                           "spec.podSets[0].template.metadata.anything"]
         assert strict_decoding_message(unknown[:2]) == (
             'strict decoding error: unknown field "metadata.nonsense", unknown field "other"')
 
