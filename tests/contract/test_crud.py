@@ -305,3 +305,27 @@ async def test_immutable_uid(widgets: Backend) -> None:
     with pytest.raises(errors.Invalid) as exc:
         await widgets.client.update(obj)
     assert any(c.get("field") == "metadata.uid" for c in exc.value.causes)
+
+
+async def test_invalid_label_value_is_invalid(widgets: Backend) -> None:
+    obj = widgets.widget("w1")
+    obj["metadata"]["labels"] = {"team": "not valid!"}
+    with pytest.raises(errors.Invalid) as exc:
+        await widgets.client.create(obj)
+    assert [c["field"] for c in exc.value.causes] == ["metadata.labels"]
+    created = await widgets.client.create(widgets.widget("w2"))
+    created["metadata"]["labels"] = {"x" * 64: "v"}
+    with pytest.raises(errors.Invalid):
+        await widgets.client.update(created)
+
+
+async def test_two_controller_references_are_invalid(widgets: Backend) -> None:
+    a = await widgets.client.create(widgets.widget("a"))
+    b = await widgets.client.create(widgets.widget("b"))
+    cm = widgets.configmap("cm")
+    cm["metadata"]["ownerReferences"] = [
+        {"apiVersion": "example.com/v1", "kind": "Widget", "name": o["metadata"]["name"],
+         "uid": o["metadata"]["uid"], "controller": True} for o in (a, b)]
+    with pytest.raises(errors.Invalid) as exc:
+        await widgets.client.create(cm)
+    assert [c["field"] for c in exc.value.causes] == ["metadata.ownerReferences"]

@@ -484,6 +484,7 @@ class APIServer:
                            "message": "Required value: name or generateName is required"})
         else:
             causes.extend(_name_causes(info, name))
+        causes.extend(_meta_causes(meta))
         if causes:
             raise errors.new_invalid(info.gvk.kind, name, causes, info.gvk.group)
         if info.gvk == CRD_GVK:
@@ -752,6 +753,9 @@ class APIServer:
             if mutated is not request:
                 mutated = self._decode(info, mutated)
             new = self._prepare_update(info, old, mutated, subresource)
+            meta_causes = _meta_causes(_meta(new))
+            if meta_causes:
+                raise errors.new_invalid(info.gvk.kind, name, meta_causes, info.gvk.group)
             self._validate_schema(info, new)
             if not tracked:
                 new = self._track(info, old_out, new, subresource, field_manager)
@@ -1000,6 +1004,77 @@ def _crd_status(crd: Mapping[str, Any]) -> dict[str, Any]:
 
 def _epoch() -> str:
     return "1970-01-01T00:00:00Z"
+
+
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+def _invalid(field: str, value: Any, detail: str) -> dict[str, Any]:
+    shown = f'"{value}"' if isinstance(value, str) else repr(value)
+    return {"reason": "FieldValueInvalid", "field": field,
+            "message": f"Invalid value: {shown}: {detail}"}
+
+
+def _qualified_name_errors(key: str) -> list[str]:
+    # apimachinery validation.IsQualifiedName.
+    prefix, sep, name = key.rpartition("/")
+    out: list[str] = []
+    if sep:
+        if not prefix:
+            out.append("prefix part must be non-empty")
+        elif len(prefix) > _MAX_NAME or not _DNS1123_SUBDOMAIN.match(prefix):
+            out.append("prefix part a lowercase RFC 1123 subdomain must consist of lower case "
+                       "alphanumeric characters, '-' or '.', and must start and end with an "
+                       "alphanumeric character")
+    if not name:
+        out.append("name part must be non-empty")
+    elif len(name) > 63:
+        out.append("name part must be no more than 63 characters")
+    elif not _QUALIFIED_NAME.match(name):
+        out.append("name part must consist of alphanumeric characters, '-', '_' or '.', and "
+                   "must start and end with an alphanumeric character (e.g. 'MyName',  or "
+                   "'my.name',  or '123-abc', regex used for validation is "
+                   "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+    return out
+
+
+def _meta_causes(meta: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """ObjectMeta validation the registry applies to every kind: labels, annotation keys,
+    owner references."""
+    causes: list[dict[str, Any]] = []
+    for key, value in (meta.get("labels") or {}).items():
+        causes.extend(_invalid("metadata.labels", key, e) for e in _qualified_name_errors(key))
+        if not isinstance(value, str):
+            continue
+        if len(value) > 63:
+            causes.append(_invalid("metadata.labels", value,
+                                   "must be no more than 63 characters"))
+        elif not _LABEL_VALUE.match(value):
+            causes.append(_invalid(
+                "metadata.labels", value,
+                "a valid label must be an empty string or consist of alphanumeric characters, "
+                "'-', '_' or '.', and must start and end with an alphanumeric character (e.g. "
+                "'MyValue',  or 'my_value',  or '12345', regex used for validation is "
+                "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"))
+    for key in meta.get("annotations") or {}:
+        # Annotation keys are qualified names compared case-insensitively.
+        causes.extend(_invalid("metadata.annotations", key, e)
+                      for e in _qualified_name_errors(key.lower()))
+    controllers = []
+    for ref in meta.get("ownerReferences") or []:
+        for field, what in (("apiVersion", "version"), ("kind", "kind"), ("name", "name"),
+                            ("uid", "uid")):
+            if not ref.get(field):
+                causes.append(_invalid(f"metadata.ownerReferences.{field}", "",
+                                       f"{what} must not be empty"))
+        if ref.get("controller"):
+            controllers.append(f"{ref.get('kind')}/{ref.get('name')}")
+    if len(controllers) > 1:
+        causes.append({"reason": "FieldValueInvalid", "field": "metadata.ownerReferences",
+                       "message": "Only one reference can have Controller set to true. Found "
+                                  f'"true" in references for {" and ".join(controllers)}'})
+    return causes
 
 
 def _name_causes(info: KindInfo, name: str) -> list[dict[str, Any]]:
