@@ -84,8 +84,8 @@ def merge_patch(target: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str
     """
     if not isinstance(patch, Mapping):
         raise errors.BadRequest(
-            f"json: cannot unmarshal {_json_kind(patch)} into Go value of type "
-            "map[string]interface {}")
+            f"error decoding patch: json: cannot unmarshal {_json_kind(patch)} into Go value "
+            "of type map[string]interface {}")
     result = _merge(dict(target), dict(patch))
     assert isinstance(result, dict)
     return result
@@ -141,13 +141,14 @@ def _check_ops(ops: object) -> list[dict[str, Any]]:
     # What Go's jsonpatch.DecodePatch rejects (400): a body that is not an array of objects.
     if not isinstance(ops, Sequence) or isinstance(ops, str | bytes):
         raise errors.BadRequest(
-            f"json: cannot unmarshal {_json_kind(ops)} into Go value of type jsonpatch.Patch")
+            f"error decoding patch: json: cannot unmarshal {_json_kind(ops)} into Go value of "
+            "type []handlers.jsonPatchOp")
     checked: list[dict[str, Any]] = []
     for op in ops:
         if not isinstance(op, Mapping):
             raise errors.BadRequest(
-                f"json: cannot unmarshal {_json_kind(op)} into Go value of type "
-                "jsonpatch.Operation")
+                f"error decoding patch: json: cannot unmarshal {_json_kind(op)} into Go value of "
+                "type handlers.jsonPatchOp")
         checked.append(dict(op))
     return checked
 
@@ -174,11 +175,18 @@ def apply_json_patch(
                 # jsonpatch's own test uses Python ==, which would let 1 pass for true.
                 if "value" not in op or not isinstance(op.get("path"), str):
                     raise jsonpatch.InvalidJsonPatch("test operation needs path and value")
+                parent, key = _parent(doc, op["path"])
+                if isinstance(parent, dict) and key not in parent and op["value"] is None:
+                    continue  # Go's json-patch (v4): a missing member tests equal to null
                 actual = jsonpointer.resolve_pointer(doc, op["path"])
                 if not json_equal(actual, op["value"]):
                     raise jsonpatch.JsonPatchTestFailed(
                         f"testing value {op['path']} failed")
                 continue
+            if kind == "replace" and isinstance(op.get("path"), str):
+                parent, key = _parent(doc, op["path"])
+                if isinstance(parent, dict) and key not in parent:
+                    op = {**op, "op": "add"}  # Go's json-patch (v4) replaces a missing member
             doc = jsonpatch.JsonPatch([op]).apply(doc, in_place=True)
     except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException,
             KeyError, IndexError, TypeError, ValueError) as exc:
@@ -186,6 +194,15 @@ def apply_json_patch(
     if not isinstance(doc, dict):
         raise errors.Invalid(INVALID_JSON_PATCH_MESSAGE)
     return doc
+
+
+def _parent(doc: Any, path: str) -> tuple[Any, str]:
+    # The container a pointer points into, and the last reference token.
+    parts = jsonpointer.JsonPointer(path).parts
+    if not parts:
+        return None, ""
+    parent = jsonpointer.JsonPointer.from_parts(parts[:-1]).resolve(doc)
+    return parent, parts[-1]
 
 
 def create_json_patch(

@@ -135,7 +135,9 @@ class TestJsonPatch:
             {"op": "test", "path": "/spec/flag", "value": 1},  # true is not 1 in JSON
             {"op": "test", "path": "/spec/missing", "value": 1},
             {"op": "remove", "path": "/spec/missing"},
-            {"op": "replace", "path": "/spec/missing", "value": 1},
+            {"op": "replace", "path": "/nope/missing", "value": 1},
+            {"op": "replace", "path": "/spec/list/3", "value": 1},
+            {"op": "test", "path": "/nope/missing", "value": None},
             {"op": "add", "path": "/nope/deeper", "value": 1},
             {"op": "add", "path": "/spec/list/7", "value": 1},
             {"op": "frobnicate", "path": "/spec/a"},
@@ -152,6 +154,35 @@ class TestJsonPatch:
         assert info.value.message == INVALID_JSON_PATCH_MESSAGE
         assert info.value.causes == []
         assert "new" not in target["spec"]  # all-or-nothing, input untouched
+
+    def test_go_json_patch_leniencies(self) -> None:
+        # kube-apiserver's json-patch (v4) lets "replace" create a missing member and lets
+        # a missing member "test" equal to null (checked against a real kube-apiserver).
+        target = {"spec": {"a": 1}}
+        assert apply_json_patch(target, [{"op": "replace", "path": "/spec/b", "value": 2}]) == {
+            "spec": {"a": 1, "b": 2}}
+        assert apply_json_patch(target, [{"op": "test", "path": "/spec/b", "value": None},
+                                         {"op": "add", "path": "/spec/c", "value": 3}]) == {
+            "spec": {"a": 1, "c": 3}}
+        with pytest.raises(errors.Invalid):
+            apply_json_patch(target, [{"op": "test", "path": "/spec/a", "value": None}])
+
+    def test_decode_errors_read_as_the_apiserver_s(self) -> None:
+        with pytest.raises(errors.BadRequest) as info:
+            apply_json_patch({}, {"op": "add"})  # type: ignore[arg-type]
+        assert info.value.message == (
+            "error decoding patch: json: cannot unmarshal object into Go value of type "
+            "[]handlers.jsonPatchOp")
+        with pytest.raises(errors.BadRequest) as info:
+            apply_json_patch({}, [1])  # type: ignore[list-item]
+        assert info.value.message == (
+            "error decoding patch: json: cannot unmarshal number into Go value of type "
+            "handlers.jsonPatchOp")
+        with pytest.raises(errors.BadRequest) as info:
+            merge_patch({}, [1])  # type: ignore[arg-type]
+        assert info.value.message == (
+            "error decoding patch: json: cannot unmarshal array into Go value of type "
+            "map[string]interface {}")
 
     @pytest.mark.parametrize("body", [{"op": "add"}, "x", [1], [["op"]]])
     def test_undecodable_patch_is_400(self, body: Any) -> None:
