@@ -487,13 +487,18 @@ class APIServer:
         causes.extend(_meta_causes(meta))
         if causes:
             raise errors.new_invalid(info.gvk.kind, name, causes, info.gvk.group)
-        if info.gvk == CRD_GVK:
-            try:
-                kinds_from_crd(obj)
-            except (ValueError, KeyError, TypeError) as exc:
-                raise errors.new_invalid(info.gvk.kind, name, [
-                    {"reason": "FieldValueInvalid", "field": "spec", "message": str(exc)}],
-                    info.gvk.group) from exc
+        self._validate_crd(info, obj)
+
+    def _validate_crd(self, info: KindInfo, obj: Object) -> None:
+        # A CRD must describe servable kinds: registration happens right after the write.
+        if info.gvk != CRD_GVK:
+            return
+        try:
+            kinds_from_crd(obj)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise errors.new_invalid(info.gvk.kind, str(_meta(obj).get("name") or ""), [
+                {"reason": "FieldValueInvalid", "field": "spec", "message": str(exc)}],
+                info.gvk.group) from exc
 
     def _prepare_update(
         self, info: KindInfo, old: Object, new: Object, subresource: str
@@ -757,6 +762,7 @@ class APIServer:
             if meta_causes:
                 raise errors.new_invalid(info.gvk.kind, name, meta_causes, info.gvk.group)
             self._validate_schema(info, new)
+            self._validate_crd(info, new)
             if not tracked:
                 new = self._track(info, old_out, new, subresource, field_manager)
             await self._admit(False, info, "UPDATE", namespace, name, subresource, user,

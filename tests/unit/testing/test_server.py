@@ -242,3 +242,20 @@ async def test_inputs_are_not_mutated(client: InMemoryClient) -> None:
     created_copy = copy.deepcopy(created)
     await client.update(created)
     assert created == created_copy
+
+
+async def test_crd_update_reregisters_versions(client: InMemoryClient) -> None:
+    crd = await client.create(copy.deepcopy(WIDGET_CRD))
+    beta = GVK("example.com", "v1beta1", "Widget")
+    await client.create(widget("w"))
+    assert (await client.get(beta, "w", namespace="default"))["apiVersion"] == (
+        "example.com/v1beta1")
+    crd["spec"]["versions"] = [v for v in crd["spec"]["versions"] if v["name"] == "v1"]
+    await client.update(crd)
+    with pytest.raises(LookupError):
+        await client.get(beta, "w", namespace="default")
+    assert await client.get(WIDGET, "w", namespace="default")
+    crd = await client.get(CRD, "widgets.example.com")
+    crd["spec"]["versions"] = []
+    with pytest.raises(errors.Invalid):
+        await client.update(crd)
