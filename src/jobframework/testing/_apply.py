@@ -219,10 +219,16 @@ class _ApplyError(Exception):
 def _item_element(item: Any, typ: _Type, kind: str, keys: tuple[str, ...], index: int,
                   strict: bool) -> PathElement:
     if kind == "set":
+        if strict and isinstance(item, dict | list):
+            raise _ApplyError(
+                f"element {index}: associative list without keys has an element that's a "
+                "map type" if isinstance(item, dict)
+                else f"element {index}: not supported: associative list with lists as elements")
         return ("v", _canon(item))
     if not isinstance(item, dict):
         if strict:
-            raise _ApplyError(f"element {index}: expected map, got {_canon(item)}")
+            what = "a null element" if item is None else "non-map elements"
+            raise _ApplyError(f"element {index}: associative list with keys may not have {what}")
         return ("i", index)
     parts: list[tuple[str, str]] = []
     for key in sorted(keys):
@@ -232,10 +238,12 @@ def _item_element(item: Any, typ: _Type, kind: str, keys: tuple[str, ...], index
         default = typ.key_default(key)
         if default is not _MISSING:
             parts.append((key, _canon(default)))
-        elif strict and typ.mode == "schema":
-            raise _ApplyError(
-                f"element {index}: associative list with keys has an element that omits key "
-                f'field "{key}" (and doesn\'t have default value)')
+        # A missing key field without default is left out: that is another entry.
+    if not parts and strict:
+        names = " ".join(json.dumps(k) for k in keys)
+        raise _ApplyError(
+            f"element {index}: associative list with keys has an element that omits all key "
+            f"fields [{names}] (and doesn't have default values for any key fields)")
     return ("k", tuple(parts))
 
 
@@ -784,9 +792,11 @@ def _typed_error(obj: Mapping[str, Any], which: str, exc: _ApplyError,
                  path: str = "") -> errors.ApiError:
     # A plain error in the apiserver's field manager: answered as 500 with its text.
     meta = obj.get("metadata") or {}
-    gvknn = (f"{obj.get('apiVersion', '')}, Kind={obj.get('kind', '')} "
-             f"{meta.get('namespace', '')}/{meta.get('name', '')}")
-    return errors.InternalError(f"failed to create typed {which} object ({gvknn}): {path}{exc}",
+    api_version = str(obj.get("apiVersion", ""))
+    group_version = api_version if "/" in api_version else f"/{api_version}"
+    where = (f"{meta.get('namespace', '')}/{meta.get('name', '')}; "
+             f"{group_version}, Kind={obj.get('kind', '')}")
+    return errors.InternalError(f"failed to create typed {which} object ({where}): {path}{exc}",
                                 reason="")
 
 
@@ -916,7 +926,6 @@ def _prune_unapplied(merged: dict[str, Any], managers: _Managers, key: tuple[str
         owned |= entry.fields
     owned = _ensure_named(owned, root)
     dropped = _ensure_named(last, root) - owned - _STRIP
-    dropped = {p for p in dropped if p[0] != ("f", "metadata") or len(p) > 2}
     if not dropped:
         return merged
     result = _remove(merged, _trie(dropped), root)

@@ -346,11 +346,18 @@ class StructuralSchema:
         _default(result, self.root)
         return result
 
-    def normalize(self, obj: Mapping[str, Any]) -> dict[str, Any]:
-        """Prune, drop non-nullable nulls, then default: what the apiserver stores."""
+    def normalize(self, obj: Mapping[str, Any], *, prune_nulls: bool = True) -> dict[str, Any]:
+        """Prune, drop non-nullable nulls, then default: what the apiserver stores.
+
+        That is what decoding a request body does (create, update, merge and JSON patch).
+        The result of a server-side apply is not decoded again: pass
+        ``prune_nulls=False`` there, so that an applied ``null`` reaches validation (and
+        fails it unless nullable or defaulted), as with kube-apiserver.
+        """
         result = copy.deepcopy(dict(obj))
         _prune(result, self._root_as_resource(), [], None)
-        _prune_nulls(result, self.root)
+        if prune_nulls:
+            _prune_nulls(result, self.root)
         _default(result, self.root)
         return result
 
@@ -787,6 +794,10 @@ def _prune(x: Any, node: SchemaNode | None, path: list[str], found: _Found) -> N
             _prune(item, items, [*path, f"[{i}]"], found)
 
 
+# ObjectMeta fields that are pointers or structs: encoding keeps them even when empty.
+_KEEP_EMPTY_META: Final = frozenset({"deletionGracePeriodSeconds", "creationTimestamp"})
+
+
 def _prune_object_meta(meta: Any, path: list[str], found: _Found) -> None:
     # GetObjectMeta/SetObjectMeta round trip: only ObjectMeta's own fields survive.
     if not isinstance(meta, dict):
@@ -796,6 +807,8 @@ def _prune_object_meta(meta: Any, path: list[str], found: _Found) -> None:
             if found is not None:
                 found.append((2 if len(path) > 1 else 0, _join(_child(path, key))))
             del meta[key]
+        elif meta[key] in ("", {}, [], None) and key not in _KEEP_EMPTY_META:
+            del meta[key]  # omitempty: an empty ObjectMeta field does not survive encoding
 
 
 def strict_decoding_message(unknown: Sequence[str]) -> str:

@@ -183,6 +183,12 @@ class TestRemoval:
         assert out["metadata"]["labels"] == {"x": "1"}
         assert out["metadata"]["name"] == "w"
 
+    def test_map_left_unowned_is_removed_whole(self) -> None:
+        live = apply(None, _cfg({"a": 1}, labels={"x": "1"}), manager="alice", force=False,
+                     now=T0)
+        out = apply(live, _cfg({"a": 1}), manager="alice", force=False, now=T1)
+        assert "labels" not in out["metadata"]
+
     def test_field_kept_when_another_manager_owns_it(self) -> None:
         live = apply(None, _cfg({"a": 1, "b": 2}), manager="alice", force=False, now=T0)
         live = apply(live, _cfg({"b": 2}), manager="bob", force=False, now=T1)
@@ -251,6 +257,10 @@ class TestSchemaDriven:
             "sel": {"type": "object", "x-kubernetes-map-type": "atomic",
                     "properties": {"a": {"type": "string"}, "b": {"type": "string"}}},
             "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+            "named": {"type": "array", "x-kubernetes-list-type": "map",
+                      "x-kubernetes-list-map-keys": ["name"],
+                      "items": {"type": "object", "properties": {
+                          "name": {"type": "string"}, "v": {"type": "string"}}}},
         }}}})
 
     def test_multi_key_list_and_key_default(self) -> None:
@@ -287,10 +297,24 @@ class TestSchemaDriven:
         assert 'duplicate entries for key [id=1,zone="a"]' in info.value.message
         assert "failed to create typed patch object" in info.value.message
 
-    def test_missing_key_without_default_rejected(self) -> None:
-        with pytest.raises(errors.ApiError, match='omits key field "id"'):
-            apply(None, _cfg({"items": [{"zone": "a"}]}), manager="m", force=False, now=T0,
+    def test_item_without_any_key_rejected(self) -> None:
+        # Messages as kube-apiserver answers them (500, from the field manager).
+        with pytest.raises(errors.ApiError) as info:
+            apply(None, _cfg({"named": [{"v": "x"}]}), manager="m", force=False, now=T0,
                   schema=self.SCHEMA)
+        assert info.value.message == (
+            f"failed to create typed patch object (ns/w; {API}, Kind=Workload): .spec.named: "
+            'element 0: associative list with keys has an element that omits all key fields '
+            '["name"] (and doesn\'t have default values for any key fields)')
+        with pytest.raises(errors.ApiError, match="may not have non-map elements"):
+            apply(None, _cfg({"named": ["x"]}), manager="m", force=False, now=T0,
+                  schema=self.SCHEMA)
+
+    def test_item_with_some_keys_is_its_own_entry(self) -> None:
+        # A key field left out (without default) makes a different entry, not an error.
+        out = apply(None, _cfg({"items": [{"zone": "a", "v": "1"}, {"id": 1, "zone": "a"}]}),
+                    manager="m", force=False, now=T0, schema=self.SCHEMA)
+        assert '.spec.items[zone="a"].v' in _owners(out)["m"]
 
 
 class TestUpdateManagedFields:

@@ -336,6 +336,17 @@ class TestDefaults:
         assert result["spec"]["note"] is None  # nullable
         assert result["spec"]["replicas"] is None  # defaulted later
 
+    def test_applied_null_is_kept_for_validation(self, schema: StructuralSchema) -> None:
+        # Server-side apply results are not decoded again: a null reaches validation.
+        result = schema.normalize(_obj(suspend=None), prune_nulls=False)
+        assert result["spec"]["suspend"] is None
+        assert _only(schema.validate(result))["field"] == "spec.suspend"
+
+    def test_empty_object_meta_fields_dropped(self, schema: StructuralSchema) -> None:
+        obj = _obj()
+        obj["metadata"].update(labels={}, finalizers=[], generateName="", annotations={"a": ""})
+        assert schema.prune(obj)["metadata"] == {"name": "t", "annotations": {"a": ""}}
+
     def test_normalize_order(self, schema: StructuralSchema) -> None:
         result = schema.normalize(_obj(suspend=None, replicas=None, junk=1))
         assert "suspend" not in result["spec"] and "junk" not in result["spec"]
