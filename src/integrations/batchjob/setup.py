@@ -1,0 +1,97 @@
+"""Registration of the batch/v1 Job integration as framework ``batch/job``.
+
+:data:`CALLBACKS` holds what Kueue's ``init()`` registers: the job adapter, the generic
+reconciler factory (plus a watch that re-reconciles child Jobs when their parent's
+Workload changes), the webhook setup and the indexes. Call :func:`register` to add it to
+an :class:`~jobframework.integrations.IntegrationManager` (the process-wide one by
+default).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jobframework.base_webhook import NoopWebhook, setup_base_webhook
+from jobframework.indexer import (
+    OWNER_REFERENCE_UID,
+    list_by_index,
+    owner_uid_index_func,
+    setup_owner_uid_index,
+    setup_workload_owner_index,
+)
+from jobframework.integrations import (
+    DEFAULT_INTEGRATION_MANAGER,
+    IntegrationCallbacks,
+    IntegrationManager,
+)
+from jobframework.reconciler import new_generic_reconciler_factory
+from jobframework.runtime.builder import ControllerBuilder
+from jobframework.runtime.client import Client
+from jobframework.runtime.handler import EnqueueRequestsFromMapFunc, Queue
+from jobframework.runtime.objects import Object, controller_of, name_of, namespace_of
+from jobframework.runtime.reconcile import Request
+from jobframework.runtime.source import DeleteEvent, GenericEvent
+from jobframework.webhook.server import WebhookServer
+from jobframework.workload import WORKLOAD_GVK
+
+from .job import FRAMEWORK_NAME, JOB_GVK, BatchJob
+from .webhook import BatchJobWebhook
+
+
+class _OnWorkloadCreateOrUpdate(EnqueueRequestsFromMapFunc):
+    """Maps create and update events only (Kueue's child-job watch ignores deletes)."""
+
+    def delete(self, event: DeleteEvent, queue: Queue) -> None:
+        """Ignored."""
+
+    def generic(self, event: GenericEvent, queue: Queue) -> None:
+        """Ignored."""
+
+
+def watch_child_jobs(builder: ControllerBuilder, client: Client) -> ControllerBuilder:
+    """Reconcile the Jobs owned by the object that owns a changed Workload (a parent
+    JobSet, say), so children are suspended or released as the parent's admission goes."""
+
+    async def children(wl: Object) -> list[Request]:
+        owner = controller_of(wl)
+        if owner is None or not owner.get("uid"):
+            return []
+        jobs = await list_by_index(client, JOB_GVK, namespace_of(wl), OWNER_REFERENCE_UID,
+                                   str(owner["uid"]), owner_uid_index_func)
+        return [Request.of(namespace_of(j), name_of(j)) for j in jobs]
+
+    return builder.watches(WORKLOAD_GVK, _OnWorkloadCreateOrUpdate(children))
+
+
+async def setup_indexes(indexer: Any) -> None:
+    """Owner-UID index on Jobs and the Workload owner index for Jobs."""
+    await setup_owner_uid_index(indexer, JOB_GVK)
+    await setup_workload_owner_index(indexer, JOB_GVK)
+
+
+def setup_webhook(server: WebhookServer, client: Any = None, **options: Any) -> list[str]:
+    """Serve the Job webhook (a no-op one with ``noop_webhook=True``)."""
+    if options.pop("noop_webhook", False):
+        return setup_base_webhook(server, JOB_GVK, NoopWebhook())
+    return setup_base_webhook(server, JOB_GVK, BatchJobWebhook(client, **options))
+
+
+#: The integration as Kueue registers it.
+CALLBACKS = IntegrationCallbacks(
+    new_job=BatchJob,
+    new_reconciler=new_generic_reconciler_factory(BatchJob, watch_child_jobs),
+    setup_webhook=setup_webhook,
+    job_type=JOB_GVK,
+    setup_indexes=setup_indexes,
+)
+
+
+def register(manager: IntegrationManager | None = None) -> None:
+    """Register ``batch/job`` with ``manager`` (default: the process-wide one), once."""
+    target = manager or DEFAULT_INTEGRATION_MANAGER
+    if target.get_integration(FRAMEWORK_NAME) is None:
+        target.register_integration(FRAMEWORK_NAME, CALLBACKS)
+
+
+__all__ = ["CALLBACKS", "register", "setup_indexes", "setup_webhook",
+           "watch_child_jobs"]

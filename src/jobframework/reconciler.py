@@ -1,0 +1,1192 @@
+"""The generic job reconciler: Kueue's ``ReconcileGenericJob`` for any :class:`GenericJob`.
+
+One reconcile drives a job and its Workload one step toward agreement, level-based:
+
+1. load the job; gone or being deleted ⇒ finish its orphaned Workloads (``OwnerNotFound``)
+   and release their finalizers;
+2. skip jobs in namespaces the ``managed_jobs_namespace_selector`` rejects, jobs without a
+   queue name (unless ``manage_jobs_without_queue_name``), and suspend *child* jobs of a
+   Kueue-managed ancestor until the ancestor's Workload is admitted;
+3. make sure exactly one matching Workload exists (prebuilt, equivalent, updated in place
+   for a suspended job, extras deleted), then keep its AdmissionGatedBy annotation and
+   priority in sync with the job;
+4. react to the Workload: finished ⇒ finalize; deleted ⇒ stop the job; job finished ⇒
+   finish the Workload; none ⇒ create it; reclaimable pods and ``PodsReady`` ⇒ write them;
+   evicted ⇒ stop the job, restore its templates and release the quota; admitted ⇒ start
+   the job with the admission's pod set info; running without admission ⇒ stop it.
+
+Conditions, events, field managers and error messages are Kueue's, byte for byte. Writes
+to the job are JSON merge patches carrying the job's ``resourceVersion``; Workload spec and
+metadata changes are updates; Workload status changes are server-side applies (see
+:mod:`jobframework.workload`).
+
+Left out: elastic workload slices (an elastic job is reconciled as a plain one) and
+``ComposableJob``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+import attrs
+
+from . import constants as c
+from . import workload as wlpkg
+from .api.base import ObjectMeta, OwnerReference
+from .api.conditions import CONDITION_FALSE, CONDITION_TRUE, Condition, find_condition
+from .api.workload import PodSet, PriorityClassRef, Workload, WorkloadSpec
+from .constants import DEFAULT_FEATURES, FeatureGate, FeatureGates
+from .indexer import list_owned_workloads, setup_workload_owner_index
+from .integrations import (
+    IntegrationManager,
+    ManagedOwnersChainLimitReachedError,
+)
+from .interface import (
+    GenericJob,
+    JobWithCustomQueueNameChange,
+    JobWithCustomStop,
+    JobWithCustomWorkloadActivation,
+    JobWithCustomWorkloadConditions,
+    JobWithFinalize,
+    JobWithOnHold,
+    JobWithPriorityClass,
+    JobWithReclaimablePods,
+    JobWithSkip,
+    StopReason,
+    TopLevelJob,
+)
+from .naming import get_workload_name_for_owner_with_gvk
+from .podset import (
+    PodSetInfo,
+    is_permanent,
+    merge_into_template,
+    pod_sets_info_from_status,
+    pod_sets_info_from_workload_spec,
+    sanitize_pod_sets,
+)
+from .runtime import errors
+from .runtime.builder import ControllerBuilder
+from .runtime.client import Client, PatchType, PropagationPolicy
+from .runtime.clock import Clock, RealClock, parse_time
+from .runtime.objects import (
+    GVK,
+    Object,
+    annotations_of,
+    is_being_deleted,
+    labels_of,
+    name_of,
+    namespace_of,
+    owner_reference,
+    resource_version_of,
+    uid_of,
+)
+from .runtime.reconcile import Request, Result
+from .runtime.selectors import LabelSelector
+from .validation import (
+    is_valid_label_value,
+    maximum_execution_time_seconds,
+    prebuilt_workload_name_for,
+    queue_name,
+    queue_name_for_object,
+    workload_priority_class_name,
+)
+from .workload import (
+    NAMESPACE_GVK,
+    PRIORITY_CLASS_GVK,
+    WORKLOAD_GVK,
+    WORKLOAD_PRIORITY_CLASS_GVK,
+)
+
+log = logging.getLogger(__name__)
+
+NORMAL = "Normal"
+WARNING = "Warning"
+
+
+# --- errors ---------------------------------------------------------------------------------
+
+
+class UnretryableError(Exception):
+    """An error the reconcile swallows (logged, not retried) (``UnretryableError``)."""
+
+
+def is_unretryable_error(err: BaseException) -> bool:
+    """Whether ``err`` or one of its causes is an :class:`UnretryableError`."""
+    e: BaseException | None = err
+    while e is not None:
+        if isinstance(e, UnretryableError):
+            return True
+        e = e.__cause__
+    return False
+
+
+class ReconcileError(Exception):
+    """A reconcile failure with Kueue's message (``fmt.Errorf("...: %w", cause)``)."""
+
+
+class NoMatchingWorkloadsError(ReconcileError):
+    """``no matching workloads: deleted N workloads`` (``ErrNoMatchingWorkloads``)."""
+
+    def __init__(self, deleted: int) -> None:
+        super().__init__(f"no matching workloads: deleted {deleted} workloads")
+
+
+class ExtraWorkloadsError(ReconcileError):
+    """``extra workloads: deleted N workloads`` (``ErrExtraWorkloads``)."""
+
+    def __init__(self, deleted: int) -> None:
+        super().__init__(f"extra workloads: deleted {deleted} workloads")
+
+
+class PrebuiltWorkloadNotFoundError(ReconcileError):
+    """``prebuilt workload not found`` (``ErrPrebuiltWorkloadNotFound``)."""
+
+    def __init__(self) -> None:
+        super().__init__("prebuilt workload not found")
+
+
+def _wrap(message: str, err: BaseException) -> ReconcileError:
+    wrapped = ReconcileError(f"{message}: {err}")
+    wrapped.__cause__ = err
+    return wrapped
+
+
+# --- options --------------------------------------------------------------------------------
+
+
+class EventRecorderLike(Protocol):
+    """What the reconciler records events with (the runtime's ``EventRecorder`` is one)."""
+
+    def event(self, obj: Mapping[str, Any], type: str, reason: str, message: str) -> None:
+        """Record an event about ``obj``."""
+
+
+@attrs.frozen
+class WorkloadRetentionPolicy:
+    """``objectRetentionPolicies.workloads``: seconds after a deactivation by Kueue before
+    the job is deleted (None: never)."""
+
+    after_deactivated_by_kueue: float | None = None
+
+
+def _frozen(values: Any) -> frozenset[str]:
+    return frozenset(values or ())
+
+
+@attrs.frozen(kw_only=True)
+class ReconcilerOptions:
+    """Kueue's ``Options`` for job reconcilers and webhooks, in Python style."""
+
+    manage_jobs_without_queue_name: bool = False
+    #: Only namespaces whose labels match are managed (None: every namespace).
+    managed_jobs_namespace_selector: LabelSelector | None = None
+    #: Write the ``PodsReady`` condition (``waitForPodsReady`` configured).
+    wait_for_pods_ready: bool = False
+    kube_server_version: str | None = None
+    #: Per-integration options keyed ``"<group>/<version>, Kind=<Kind>"``.
+    integration_options: Mapping[str, Any] = attrs.field(factory=dict)
+    enabled_frameworks: frozenset[str] | None = None
+    enabled_external_frameworks: frozenset[str] | None = None
+    manager_name: str = c.KUEUE_NAME
+    #: Job labels copied to new Workloads.
+    label_keys_to_copy: frozenset[str] = attrs.field(default=frozenset(), converter=_frozen)
+    #: Job annotations copied to new Workloads (with the ``CustomMetricLabels`` gate).
+    annotations_to_copy: frozenset[str] = attrs.field(default=frozenset(), converter=_frozen)
+    clock: Clock = attrs.field(factory=RealClock)
+    workload_retention_policy: WorkloadRetentionPolicy | None = None
+    integration_manager: IntegrationManager | None = None
+    features: FeatureGates = DEFAULT_FEATURES
+    #: Queue lookups for managedBy defaulting and default LocalQueues (webhooks).
+    queues: Any = None
+    #: Register a no-op webhook (for disabled integrations).
+    noop_webhook: bool = False
+
+
+def process_options(
+    options: ReconcilerOptions | None = None, **overrides: Any
+) -> ReconcilerOptions:
+    """Options with ``overrides`` applied (``ProcessOptions``)."""
+    base = options or ReconcilerOptions()
+    return attrs.evolve(base, **overrides) if overrides else base
+
+
+# --- job patches ----------------------------------------------------------------------------
+
+
+def create_merge_patch(original: Any, modified: Any) -> Any:
+    """The RFC 7386 merge patch turning ``original`` into ``modified`` (lists replaced)."""
+    if not isinstance(original, dict) or not isinstance(modified, dict):
+        return copy.deepcopy(modified)
+    patch: dict[str, Any] = {}
+    for k, v in modified.items():
+        if k not in original:
+            patch[k] = copy.deepcopy(v)
+        elif original[k] != v:
+            if isinstance(original[k], dict) and isinstance(v, dict):
+                patch[k] = create_merge_patch(original[k], v)
+            else:
+                patch[k] = copy.deepcopy(v)
+    for k in original:
+        if k not in modified:
+            patch[k] = None
+    return patch
+
+
+async def patch_object(
+    client: Client, obj: Object, mutate: Callable[[], Awaitable[Any] | Any],
+    *, subresource: str | None = None,
+) -> None:
+    """Mutate ``obj`` in place and send the difference as a merge patch (``clientutil.Patch``).
+
+    The patch carries the object's ``resourceVersion`` (optimistic lock); ``obj`` is
+    replaced by the stored object. If ``mutate`` raises, nothing is sent.
+    """
+    original = copy.deepcopy(obj)
+    result = mutate()
+    if inspect.isawaitable(result):
+        await result
+    patch = create_merge_patch(original, obj)
+    if subresource == "status":
+        patch = {"status": patch["status"]} if "status" in patch else {}
+    if not patch:
+        return
+    patch.setdefault("metadata", {})["resourceVersion"] = resource_version_of(original)
+    gvk = GVK.of(original)
+    stored = await client.patch(gvk, name_of(original), patch,
+                                namespace=namespace_of(original) or None,
+                                patch_type=PatchType.MERGE, subresource=subresource)
+    obj.clear()
+    obj.update(stored)
+
+
+# --- pod sets and equivalence -----------------------------------------------------------------
+
+
+def _unset(model: Any, field: str) -> None:
+    setattr(model, field, None)
+    model.__pydantic_fields_set__.discard(field)
+
+
+async def job_pod_sets(
+    job: GenericJob, client: Client, *, features: FeatureGates = DEFAULT_FEATURES
+) -> list[PodSet]:
+    """``job.pod_sets()`` with env vars de-duplicated (``JobPodSets``)."""
+    pod_sets = [ps.model_copy(deep=True) for ps in await job.pod_sets(client)]
+    sanitize_pod_sets(pod_sets)
+    if not features.enabled(FeatureGate.PARTIAL_ADMISSION):
+        for ps in pod_sets:
+            _unset(ps, "min_count")
+    return pod_sets
+
+
+_ZERO: tuple[Any, ...] = (None, "", 0, False, [], {})
+
+
+def _is_zero(v: Any) -> bool:
+    return any(v == z and type(v) is type(z) for z in _ZERO if z is not None) or v is None
+
+
+def go_semantic_equal(a: Any, b: Any) -> bool:
+    """apimachinery's ``Semantic.DeepEqual`` over JSON decoded into Go structs.
+
+    An absent field equals its zero value (``""``, ``0``, ``false``, nil/empty list or
+    map), and resource quantities compare by value.
+    """
+    from .validation import quantity_value
+
+    if _is_zero(a) and _is_zero(b):
+        return True
+    if isinstance(a, dict) and isinstance(b, dict):
+        return all(go_semantic_equal(a.get(k), b.get(k)) for k in {*a, *b})
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(go_semantic_equal(x, y)
+                                        for x, y in zip(a, b, strict=True))
+    if isinstance(a, str | int | float) and isinstance(b, str | int | float) and a != b:
+        qa, qb = quantity_value(a), quantity_value(b)
+        if qa is not None and qb is not None and not isinstance(a, bool):
+            return qa == qb
+    return bool(a == b)
+
+
+def compare_pod_sets(a: PodSet, b: PodSet, ignore_tolerations: bool) -> bool:
+    """Kueue's ``ComparePodSets``: count, minCount, tolerations, (init)containers."""
+    if a.count != b.count:
+        return False
+    if (a.min_count if a.min_count is not None else -1) != (
+            b.min_count if b.min_count is not None else -1):
+        return False
+    sa = a.template.get("spec") or {}
+    sb = b.template.get("spec") or {}
+    if not ignore_tolerations and not go_semantic_equal(sa.get("tolerations"),
+                                                         sb.get("tolerations")):
+        return False
+    return (go_semantic_equal(sa.get("initContainers"), sb.get("initContainers"))
+            and go_semantic_equal(sa.get("containers"), sb.get("containers")))
+
+
+def compare_pod_set_slices(
+    a: Sequence[PodSet], b: Sequence[PodSet], ignore_tolerations: bool
+) -> bool:
+    """Kueue's ``ComparePodSetSlices``: same length, pairwise :func:`compare_pod_sets`."""
+    return len(a) == len(b) and all(compare_pod_sets(x, y, ignore_tolerations)
+                                    for x, y in zip(a, b, strict=True))
+
+
+async def expected_running_pod_sets(
+    client: Client, wl: Workload, *, features: FeatureGates = DEFAULT_FEATURES
+) -> list[PodSet] | None:
+    """The spec pod sets as they run once the admission is injected; None if unknown."""
+    if not wl.has_quota_reservation():
+        return None
+    try:
+        infos = await pod_sets_info_from_status(client, wl, features=features)
+    except Exception:
+        return None
+    by_name = {i.name: i for i in infos or []}
+    partial = wl.can_be_partially_admitted()
+    running = [ps.model_copy(deep=True) for ps in wl.spec.pod_sets]
+    for ps in running:
+        info = by_name.get(ps.name or c.DEFAULT_PODSET_NAME)
+        if info is None:
+            return None
+        try:
+            merge_into_template(ps.template, info, features=features)
+        except Exception:
+            return None
+        if partial and ps.min_count is not None:
+            ps.count = info.count
+    return running
+
+
+async def equivalent_to_workload(
+    client: Client, job: GenericJob, wl: Workload, *, features: FeatureGates = DEFAULT_FEATURES
+) -> bool:
+    """Whether ``wl`` still describes ``job`` (Kueue's ``EquivalentToWorkload``)."""
+    obj = job.object()
+    owner = wl.metadata.controller_ref()
+    if owner is None or owner.name != name_of(obj):
+        return False
+    if features.enabled(FeatureGate.FINISH_ORPHANED_WORKLOADS) and owner.uid != uid_of(obj):
+        return False
+    wl_max = wl.spec.maximum_execution_time_seconds
+    job_max = maximum_execution_time_seconds(job)
+    if (wl_max if wl_max is not None else -1) != (job_max if job_max is not None else -1):
+        return False
+    pod_sets = await job_pod_sets(job, client, features=features)
+    admitted = wl.is_admitted()
+    running = await expected_running_pod_sets(client, wl, features=features)
+    if running is not None:
+        if compare_pod_set_slices(pod_sets, running, admitted):
+            return True
+        # Admitted but still suspended: compare with what was stored.
+        return job.is_suspended() and compare_pod_set_slices(pod_sets, wl.spec.pod_sets,
+                                                             admitted)
+    return compare_pod_set_slices(pod_sets, wl.spec.pod_sets, admitted)
+
+
+# --- priority -------------------------------------------------------------------------------
+
+
+async def extract_priority(
+    client: Client, recorder: EventRecorderLike, obj: Object, pod_sets: Sequence[PodSet],
+    job: GenericJob | None = None,
+) -> tuple[PriorityClassRef | None, int]:
+    """The Workload's priority class and value for a job (``ExtractPriority``).
+
+    The job's WorkloadPriorityClass label wins (a missing class is an error, with a Warning
+    event); else the job's own PriorityClass (``JobWithPriorityClass``) or the first pod
+    template's ``priorityClassName``; else the lowest global-default PriorityClass; else 0.
+    """
+    wpc = workload_priority_class_name(obj)
+    if wpc:
+        try:
+            found = await client.get(WORKLOAD_PRIORITY_CLASS_GVK, wpc)
+        except errors.NotFound:
+            recorder.event(obj, WARNING, c.REASON_WORKLOAD_PRIORITY_CLASS_NOT_FOUND,
+                           c.MSG_WPC_NOT_FOUND.format(wpc))
+            raise
+        return (PriorityClassRef(group=c.WORKLOAD_PRIORITY_CLASS_GROUP,
+                                 kind=c.WORKLOAD_PRIORITY_CLASS_KIND, name=wpc),
+                int(found.get("value") or 0))
+    if job is not None and isinstance(job, JobWithPriorityClass):
+        name = job.priority_class()
+    else:
+        name = next((n for ps in pod_sets
+                     if (n := (ps.template.get("spec") or {}).get("priorityClassName"))), "")
+    if not name:
+        listed = await client.list(PRIORITY_CLASS_GVK)
+        defaults = [pc for pc in listed.items if pc.get("globalDefault")]
+        if not defaults:
+            return None, 0
+        best = min(defaults, key=lambda pc: int(pc.get("value") or 0))
+        return (PriorityClassRef(group=c.POD_PRIORITY_CLASS_GROUP,
+                                 kind=c.POD_PRIORITY_CLASS_KIND, name=name_of(best)),
+                int(best.get("value") or 0))
+    pc = await client.get(PRIORITY_CLASS_GVK, name)
+    return (PriorityClassRef(group=c.POD_PRIORITY_CLASS_GROUP, kind=c.POD_PRIORITY_CLASS_KIND,
+                             name=name), int(pc.get("value") or 0))
+
+
+def propagate_admission_gated_by_annotation(
+    obj: Object, wl: Workload, *, features: FeatureGates = DEFAULT_FEATURES
+) -> bool:
+    """Copy (or remove) ``kueue.x-k8s.io/admission-gated-by`` from the job; returns changed."""
+    if not features.enabled(FeatureGate.ADMISSION_GATED_BY):
+        return False
+    value = annotations_of(obj).get(c.ADMISSION_GATED_BY_ANNOTATION)
+    current = (wl.metadata.annotations or {}).get(c.ADMISSION_GATED_BY_ANNOTATION)
+    if value == current:
+        return False
+    annotations = dict(wl.metadata.annotations or {})
+    if value is None:
+        annotations.pop(c.ADMISSION_GATED_BY_ANNOTATION, None)
+    else:
+        annotations[c.ADMISSION_GATED_BY_ANNOTATION] = value
+    wl.metadata.annotations = annotations
+    return True
+
+
+# --- the reconciler -------------------------------------------------------------------------
+
+
+class JobReconciler:
+    """The generic reconciler state shared by every job kind (Kueue's ``JobReconciler``)."""
+
+    def __init__(
+        self,
+        client: Client,
+        recorder: EventRecorderLike,
+        options: ReconcilerOptions | None = None,
+        **overrides: Any,
+    ) -> None:
+        opts = process_options(options, **overrides)
+        self.client = client
+        self.recorder = recorder
+        self.options = opts
+        self.features = opts.features
+        self.clock = opts.clock
+        self.integration_manager = opts.integration_manager or IntegrationManager()
+        self.manage_jobs_without_queue_name = opts.manage_jobs_without_queue_name
+        self.managed_jobs_namespace_selector = opts.managed_jobs_namespace_selector
+        self.wait_for_pods_ready = (opts.wait_for_pods_ready and not self.features.enabled(
+            FeatureGate.DISABLE_WAIT_FOR_PODS_READY))
+        self.label_keys_to_copy = opts.label_keys_to_copy
+        self.annotations_to_copy = opts.annotations_to_copy
+        self.workload_retention_policy = opts.workload_retention_policy
+
+    def _event(self, obj: Object, type_: str, reason: str, message: str) -> None:
+        self.recorder.event(obj, type_, reason, message)
+
+    # -- entry point -------------------------------------------------------------------
+
+    async def reconcile_generic_job(self, request: Request, job: GenericJob) -> Result:
+        """Reconcile one job (``ReconcileGenericJob``); raises to be retried."""
+        try:
+            return await self._reconcile(request, job)
+        except Exception as err:
+            if is_unretryable_error(err):
+                log.debug("unretryable error for %s: %s", request, err)
+                return Result()
+            raise
+
+    async def _reconcile(self, req: Request, job: GenericJob) -> Result:
+        obj = job.object()
+        # 1. Load the job.
+        try:
+            fetched = await self.client.get(job.gvk(), req.name, namespace=req.namespace)
+        except errors.NotFound:
+            should_finalize = True
+            obj.clear()
+        else:
+            obj.clear()
+            obj.update(fetched)
+            should_finalize = is_being_deleted(obj)
+        # 2. Skip.
+        if isinstance(job, JobWithSkip) and job.skip():
+            return Result()
+        # 3. Finalize.
+        if should_finalize:
+            await self._finalize(req, job)
+            return Result()
+        # 4-5. Namespace selector, always respected.
+        try:
+            ns = await self.client.get(NAMESPACE_GVK, req.namespace)
+        except errors.NotFound:
+            log.debug("namespace %s not found; skipping selector check", req.namespace)
+            return Result()
+        selector = self.managed_jobs_namespace_selector
+        if selector is not None and not selector.matches(labels_of(ns)):
+            return Result()
+        # 6. Top-level detection.
+        ancestor: Object | None = None
+        if isinstance(job, TopLevelJob) and job.is_top_level():
+            is_top_level = True
+        else:
+            try:
+                ancestor = await self.integration_manager.find_ancestor_job_managed_by_kueue(
+                    self.client, obj, self.manage_jobs_without_queue_name)
+            except ManagedOwnersChainLimitReachedError:
+                self._event(obj, WARNING, c.REASON_JOB_NESTING_TOO_DEEP,
+                            c.MSG_JOB_NESTING_TOO_DEEP)
+                raise
+            is_top_level = ancestor is None
+        # 7. Queue-name and selector gating.
+        if not self.manage_jobs_without_queue_name and not queue_name(job):
+            if is_top_level or not queue_name_for_object(ancestor or {}):
+                return Result()
+        elif self.manage_jobs_without_queue_name and not queue_name(job):
+            ns = await self.client.get(NAMESPACE_GVK, req.namespace)
+            if selector is not None and not selector.matches(labels_of(ns)):
+                return Result()
+        if not is_top_level:
+            assert ancestor is not None
+            await self._handle_child_job(job, obj, ancestor)
+            return Result()
+        # 8. Exactly one workload.
+        wl = await self._ensure_one_workload(job, obj)
+        return await self._reconcile_with_workload(job, obj, wl)
+
+    async def _reconcile_with_workload(
+        self, job: GenericJob, obj: Object, wl: Workload | None
+    ) -> Result:
+        now = self.clock.now
+        # 9.1 Custom conditions.
+        if isinstance(job, JobWithCustomWorkloadConditions) and wl is not None:
+            conditions, updated = job.custom_workload_conditions(wl)
+            if updated:
+                for cond in conditions:
+                    wlpkg.set_workload_condition(wl, cond, now())
+                stored = [wl.find_condition(cond.type) for cond in conditions]
+                await wlpkg.apply_status(
+                    self.client, wl, {"conditions": [s.to_dict() for s in stored if s]},
+                    c.custom_conditions_field_manager(job.gvk().kind), features=self.features)
+                return Result()
+        # 9.2 Custom activation.
+        if isinstance(job, JobWithCustomWorkloadActivation) and wl is not None:
+            active = job.is_workload_active()
+            if wl.is_active() != active:
+                wl.spec.active = active
+                wl = await wlpkg.update(self.client, wl)
+        # 9.3 Workload finished.
+        if wl is not None and wl.is_finished():
+            await self._finalize_job(job)
+            self._event(obj, NORMAL, c.REASON_FINISHED_WORKLOAD,
+                        c.MSG_WORKLOAD_FINISHED.format(wlpkg.key(wl)))
+            await wlpkg.remove_finalizer(self.client, wl)
+            return Result()
+        # 9.4 Workload being deleted.
+        if wl is not None and wl.metadata.deletion_timestamp:
+            await self._stop_job(job, wl, StopReason.WORKLOAD_DELETED, c.MSG_WORKLOAD_DELETED)
+            await wlpkg.remove_finalizer(self.client, wl)
+            return Result()
+        # 9.5 On hold.
+        if isinstance(job, JobWithOnHold) and job.is_on_hold():
+            if wl is not None and wl.has_quota_reservation():
+                wlpkg.unset_quota_reservation_with_condition(
+                    wl, c.WORKLOAD_ON_HOLD, c.MSG_JOB_ON_HOLD, now(), features=self.features)
+                try:
+                    await wlpkg.apply_admission_status(self.client, wl, features=self.features)
+                except errors.ApiError as err:
+                    log.error("putting workload on hold: %s", err)
+            return Result()
+        # 9.6 Job finished.
+        message, success, finished = job.finished()
+        if finished:
+            if wl is not None and not wl.is_finished():
+                reason = c.FINISHED_REASON_SUCCEEDED if success else c.FINISHED_REASON_FAILED
+                with contextlib.suppress(errors.NotFound):
+                    await wlpkg.finish(self.client, wl, reason, message, self.clock,
+                                       features=self.features)
+                self._event(obj, NORMAL, c.REASON_FINISHED_WORKLOAD,
+                            c.MSG_WORKLOAD_FINISHED.format(wlpkg.key(wl)))
+            await self._finalize_job(job)
+            return Result()
+        # 9.7 No workload.
+        if wl is None:
+            await self._handle_job_with_no_workload(job, obj)
+            return Result()
+        # 9.8 Reclaimable pods.
+        if (self.features.enabled(FeatureGate.RECLAIMABLE_PODS)
+                and isinstance(job, JobWithReclaimablePods)):
+            pods = wlpkg.limit_reclaimable_pods_to_pod_set_sizes(
+                wl, await job.reclaimable_pods(self.client))
+            current = (wl.status.reclaimable_pods if wl.status else None) or []
+            if not wlpkg.reclaimable_pods_are_equal(pods, current):
+                await wlpkg.update_reclaimable_pods(self.client, wl, pods,
+                                                    features=self.features)
+                return Result()
+        # 9.9 PodsReady.
+        if self.wait_for_pods_ready:
+            cond = await self._pods_ready_condition(job, wl)
+            if not _has_condition_with_type_and_reason(wl, cond):
+                with contextlib.suppress(errors.NotFound):
+                    await wlpkg.set_condition_and_update(
+                        self.client, wl, cond, c.PODS_READY_FIELD_MANAGER, self.clock,
+                        features=self.features)
+                return Result()
+        # 9.10 Eviction.
+        evicted = wl.find_condition(c.WORKLOAD_EVICTED)
+        if evicted is not None and evicted.status == CONDITION_TRUE:
+            return await self._handle_eviction(job, obj, wl, evicted)
+        # 9.11 Suspended job.
+        if job.is_suspended():
+            if wl.is_admitted():
+                try:
+                    await self._start_job(job, obj, wl)
+                except Exception as err:
+                    if is_permanent(err):
+                        await wlpkg.finish(self.client, wl, c.FAILED_TO_START_FINISHED_REASON,
+                                           str(err), self.clock, features=self.features)
+                        return Result()
+                    raise
+                return Result()
+            if wl.has_quota_reservation():
+                self._record_admission_check_update(obj, wl)
+            if isinstance(job, JobWithCustomQueueNameChange):
+                await job.custom_queue_name_change(self.client, wl)
+            else:
+                await queue_name_change(self.client, job, wl)
+            return Result()
+        # 9.12 Running without admission.
+        if not wl.is_admitted():
+            await self._stop_job(job, wl, StopReason.NOT_ADMITTED, c.MSG_NOT_ADMITTED)
+        return Result()
+
+    # -- steps ---------------------------------------------------------------------------
+
+    async def _finalize(self, req: Request, job: GenericJob) -> None:
+        try:
+            owned = await list_owned_workloads(self.client, job.gvk(), req.namespace, req.name)
+            for item in owned:
+                wl = wlpkg.from_object(item)
+                await wlpkg.finalize_orphaned_workload(
+                    self.client, wl, wl.metadata.controller_ref() is not None, self.clock,
+                    features=self.features)
+            if job.object() and is_being_deleted(job.object()):
+                await self._finalize_job(job)
+        except errors.NotFound:
+            pass
+
+    async def _finalize_job(self, job: GenericJob) -> None:
+        if isinstance(job, JobWithFinalize):
+            await job.finalize(self.client)
+
+    async def _handle_child_job(self, job: GenericJob, obj: Object, ancestor: Object) -> None:
+        if job.finished().finished or job.is_suspended():
+            return
+        if await self._should_suspend_child_job(obj, ancestor):
+            await patch_object(self.client, obj, job.suspend)
+            self._event(obj, NORMAL, c.REASON_SUSPENDED, c.MSG_CHILD_JOB_SUSPENDED)
+
+    async def _should_suspend_child_job(self, obj: Object, ancestor: Object) -> bool:
+        from .validation import workload_slice_enabled
+
+        owned = await list_owned_workloads(self.client, GVK.of(ancestor),
+                                           namespace_of(ancestor), name_of(ancestor))
+        wls = [w for w in map(wlpkg.from_object, owned) if not w.is_finished()]
+        wls.sort(key=lambda w: (w.metadata.creation_timestamp or "", w.metadata.uid or ""))
+        if not wls:
+            return True
+        latest = wls[-1]
+        if (workload_slice_enabled(obj, features=self.features)
+                or workload_slice_enabled(ancestor, features=self.features)):
+            return latest.is_evicted()
+        return not latest.is_admitted()
+
+    async def _ensure_one_workload(self, job: GenericJob, obj: Object) -> Workload | None:
+        prebuilt = prebuilt_workload_name_for(obj, features=self.features)
+        if prebuilt:
+            return await self._ensure_prebuilt_workload(job, obj, prebuilt)
+        match, to_delete = await self._find_matching_workloads(job, obj)
+        to_update: Workload | None = None
+        if (match is None and to_delete and job.is_suspended()
+                and not to_delete[0].has_quota_reservation()):
+            to_update = to_delete.pop(0)
+        if match is None and not job.is_suspended() and not job.finished().finished:
+            w = to_delete[0] if len(to_delete) == 1 else None
+            msg = c.MSG_MISSING_WORKLOAD if w is None else c.MSG_NO_MATCHING_WORKLOAD
+            try:
+                await self._stop_job(job, w, StopReason.NO_MATCHING_WORKLOAD, msg)
+            except Exception as err:
+                raise _wrap("stopping job with no matching workload", err) from err
+        deleted = 0
+        for wl in to_delete:
+            try:
+                requested = await wlpkg.delete(self.client, wl)
+            except errors.NotFound:
+                continue
+            except errors.ApiError as err:
+                raise _wrap("deleting not matching workload", err) from err
+            if requested:
+                deleted += 1
+                self._event(obj, NORMAL, c.REASON_DELETED_WORKLOAD,
+                            c.MSG_DELETED_NOT_MATCHING_WORKLOAD.format(wlpkg.key(wl)))
+        if deleted:
+            if match is None:
+                raise NoMatchingWorkloadsError(len(to_delete))
+            raise ExtraWorkloadsError(len(to_delete))
+        if to_update is not None:
+            return await self._update_workload_to_match_job(job, obj, to_update)
+        if match is not None:
+            await self._update_admission_gated_by(obj, match)
+            await update_workload_priority(
+                self.client, self.recorder, job, [match], features=self.features)
+        return match
+
+    async def _ensure_prebuilt_workload(
+        self, job: GenericJob, obj: Object, name: str
+    ) -> Workload | None:
+        try:
+            wl = wlpkg.from_object(await self.client.get(
+                WORKLOAD_GVK, name, namespace=namespace_of(obj)))
+        except errors.NotFound:
+            return None
+        owner = wl.metadata.controller_ref()
+        if owner is not None and owner.uid != uid_of(obj):
+            log.info("the workload %s is already owned by another object", wlpkg.key(wl))
+            return None
+        wl = await ensure_prebuilt_workload_ownership(self.client, wl, obj)
+        if not await equivalent_to_workload(self.client, job, wl, features=self.features):
+            await wlpkg.finish(self.client, wl, c.FINISHED_REASON_OUT_OF_SYNC,
+                               c.MSG_PREBUILT_OUT_OF_SYNC, self.clock, features=self.features)
+            return None
+        return wl
+
+    async def _find_matching_workloads(
+        self, job: GenericJob, obj: Object
+    ) -> tuple[Workload | None, list[Workload]]:
+        owned = await list_owned_workloads(self.client, job.gvk(), namespace_of(obj),
+                                           name_of(obj))
+        match: Workload | None = None
+        to_delete: list[Workload] = []
+        for item in owned:
+            wl = wlpkg.from_object(item)
+            if match is None and await equivalent_to_workload(self.client, job, wl,
+                                                               features=self.features):
+                match = wl
+            else:
+                to_delete.append(wl)
+        return match, to_delete
+
+    async def _update_workload_to_match_job(
+        self, job: GenericJob, obj: Object, wl: Workload
+    ) -> Workload:
+        try:
+            new_wl = await construct_workload(
+                self.client, job, self.label_keys_to_copy, self.annotations_to_copy,
+                features=self.features)
+        except Exception as err:
+            raise _wrap("can't construct workload for update", err) from err
+        await self._prepare_workload(job, obj, new_wl, wl.spec.active)
+        wl.spec = new_wl.spec
+        try:
+            updated = await wlpkg.update(self.client, wl)
+        except errors.ApiError as err:
+            raise _wrap("updating existed workload", err) from err
+        self._event(obj, NORMAL, c.REASON_UPDATED_WORKLOAD,
+                    c.MSG_UPDATED_NOT_MATCHING_WORKLOAD.format(wlpkg.key(wl)))
+        return updated
+
+    async def _update_admission_gated_by(self, obj: Object, wl: Workload) -> None:
+        if not self.features.enabled(FeatureGate.ADMISSION_GATED_BY):
+            return
+        before = wl.to_dict()
+        if not propagate_admission_gated_by_annotation(obj, wl, features=self.features):
+            return
+        try:
+            await patch_object(self.client, before, lambda: _set_annotations(
+                before, wl.metadata.annotations))
+        except errors.ApiError as err:
+            raise _wrap("updating the AdmissionGatedBy of existing workload", err) from err
+        wl.metadata.resource_version = resource_version_of(before)
+        self._event(obj, NORMAL, c.REASON_UPDATED_WORKLOAD, c.MSG_UPDATED_ADMISSION_GATED_BY.format(
+            annotations_of(obj).get(c.ADMISSION_GATED_BY_ANNOTATION, "")))
+
+    async def _prepare_workload(
+        self, job: GenericJob, obj: Object, wl: Workload, active: bool | None
+    ) -> None:
+        propagate_admission_gated_by_annotation(obj, wl, features=self.features)
+        ref, priority = await extract_priority(self.client, self.recorder, obj,
+                                               wl.spec.pod_sets, job)
+        if ref is not None:
+            wl.spec.priority_class_ref = ref
+        wl.spec.priority = priority
+        if not self.features.enabled(FeatureGate.PARTIAL_ADMISSION):
+            for ps in wl.spec.pod_sets:
+                _unset(ps, "min_count")
+        if active is not None:
+            wl.spec.active = active
+
+    async def _handle_job_with_no_workload(self, job: GenericJob, obj: Object) -> None:
+        prebuilt = prebuilt_workload_name_for(obj, features=self.features)
+        if prebuilt:
+            await self._stop_job(job, None, StopReason.NO_MATCHING_WORKLOAD,
+                                 c.MSG_PREBUILT_MISSING)
+        if job.is_active():
+            log.debug("job is suspended but still has active pods, waiting")
+            return
+        if prebuilt:
+            raise PrebuiltWorkloadNotFoundError()
+        wl = await construct_workload(self.client, job, self.label_keys_to_copy,
+                                      self.annotations_to_copy, features=self.features)
+        await self._prepare_workload(job, obj, wl, None)
+        await self.client.create(wl.to_dict())
+        self._event(obj, NORMAL, c.REASON_CREATED_WORKLOAD,
+                    c.MSG_CREATED_WORKLOAD.format(wlpkg.key(wl)))
+
+    async def _pods_ready_condition(self, job: GenericJob, wl: Workload) -> Condition:
+        def cond(status: str, reason: str, message: str) -> Condition:
+            return Condition(type=c.WORKLOAD_PODS_READY, status=status, reason=reason,
+                             message=message)
+
+        not_ready = (CONDITION_FALSE, c.WORKLOAD_WAIT_FOR_START, c.MSG_PODS_READY_WAIT_FOR_START)
+        if not wl.is_admitted():
+            return cond(*not_ready)
+        previous = wl.find_condition(c.WORKLOAD_PODS_READY)
+        if await job.pods_ready(self.client):
+            reason = c.WORKLOAD_STARTED
+            if previous is not None and previous.reason in (c.WORKLOAD_WAIT_FOR_RECOVERY,
+                                                            c.WORKLOAD_RECOVERED):
+                reason = c.WORKLOAD_RECOVERED
+            return cond(CONDITION_TRUE, reason, c.MSG_PODS_READY_RUNNING)
+        recovering = (CONDITION_FALSE, c.WORKLOAD_WAIT_FOR_RECOVERY,
+                      c.MSG_PODS_READY_WAIT_FOR_RECOVERY)
+        if previous is None:
+            return cond(*not_ready)
+        if previous.status == CONDITION_TRUE or previous.reason == c.WORKLOAD_WAIT_FOR_RECOVERY:
+            return cond(*recovering)
+        return cond(*not_ready)
+
+    async def _handle_eviction(
+        self, job: GenericJob, obj: Object, wl: Workload, evicted: Condition
+    ) -> Result:
+        message = evicted.message or ""
+        reason = evicted.reason or ""
+        await self._stop_job(job, wl, StopReason.WORKLOAD_EVICTED, message)
+        if wl.has_quota_reservation() and not job.is_active():
+            requeued = reason in (c.EVICTED_BY_PREEMPTION, c.EVICTED_DUE_TO_NODE_FAILURES)
+            if (self.features.enabled(FeatureGate.SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS)
+                    and wlpkg.owned_by_single_pod(wl)
+                    and (wl.metadata.annotations or {}).get(
+                        c.IS_GROUP_WORKLOAD_ANNOTATION_KEY) != "true"):
+                requeued = False
+            now = self.clock.now()
+            updated = wlpkg.set_requeued_condition(wl, reason, message, requeued, now)
+            pending = (c.QUOTA_RESERVED_REASON_PENDING_EVALUATION if self.features.enabled(
+                FeatureGate.UNADMITTED_WORKLOADS_OBSERVABILITY) else c.WORKLOAD_PENDING)
+            if wlpkg.unset_quota_reservation_with_condition(wl, pending, message, now,
+                                                            features=self.features):
+                updated = True
+            if updated:
+                try:
+                    await wlpkg.apply_admission_status(self.client, wl, features=self.features,
+                                                       strict=True)
+                except errors.ApiError as err:
+                    raise _wrap("clearing admission", err) from err
+        return await self._handle_workload_after_deactivated_policy(job, obj, wl)
+
+    async def _handle_workload_after_deactivated_policy(
+        self, job: GenericJob, obj: Object, wl: Workload
+    ) -> Result:
+        policy = self.workload_retention_policy
+        if policy is None or policy.after_deactivated_by_kueue is None:
+            return Result()
+        if wl.is_active() or not wl.is_evicted_due_to_deactivation_by_kueue():
+            return Result()
+        evicted = wl.find_condition(c.WORKLOAD_EVICTED)
+        assert evicted is not None
+        since = parse_time(evicted.last_transition_time or "")
+        remaining = (since - self.clock.now()).total_seconds() + policy.after_deactivated_by_kueue
+        if remaining > 0:
+            return Result(requeue_after=remaining)
+        try:
+            await self.client.delete(job.gvk(), name_of(obj), namespace=namespace_of(obj),
+                                     propagation_policy=PropagationPolicy.BACKGROUND)
+        except errors.NotFound:
+            return Result()
+        self._event(obj, NORMAL, c.REASON_DELETED, c.MSG_DEACTIVATION_RETENTION_DELETED)
+        await self._finalize_job(job)
+        return Result()
+
+    async def _start_job(self, job: GenericJob, obj: Object, wl: Workload) -> None:
+        infos = await pod_sets_info_from_status(self.client, wl, features=self.features)
+        assert wl.status is not None and wl.status.admission is not None
+        msg = c.MSG_ADMITTED_BY_CLUSTER_QUEUE.format(wl.status.admission.cluster_queue)
+
+        async def run() -> None:
+            await job.run_with_pod_sets_info(self.client, infos or [])
+
+        await patch_object(self.client, obj, run)
+        self._event(obj, NORMAL, c.REASON_STARTED, msg)
+
+    async def _stop_job(
+        self, job: GenericJob, wl: Workload | None, reason: StopReason, message: str
+    ) -> None:
+        obj = job.object()
+        infos = pod_sets_info_from_workload_spec(wl.spec.pod_sets) if wl is not None else None
+        if isinstance(job, JobWithCustomStop):
+            if await job.stop(self.client, infos or [], reason, message):
+                self._event(obj, NORMAL, c.REASON_STOPPED, c.truncate_event_message(message))
+            return
+        if job.is_suspended():
+            return
+
+        def stop() -> None:
+            job.suspend()
+            if infos:
+                job.restore_pod_sets_info(infos)
+
+        await patch_object(self.client, obj, stop)
+        self._event(obj, NORMAL, c.REASON_STOPPED, c.truncate_event_message(message))
+
+    def _record_admission_check_update(self, obj: Object, wl: Workload) -> None:
+        checks = (wl.status.admission_checks if wl.status else None) or []
+        parts = [f"{ch.name}: {ch.message}" for ch in checks
+                 if ch.state == c.CHECK_STATE_PENDING and ch.message]
+        if parts:
+            self._event(obj, NORMAL, c.REASON_UPDATED_ADMISSION_CHECK,
+                        c.truncate_event_message("; ".join(parts)))
+
+
+def _set_annotations(obj: Object, annotations: Mapping[str, str] | None) -> None:
+    meta = obj.setdefault("metadata", {})
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    else:
+        meta.pop("annotations", None)
+
+
+def _has_condition_with_type_and_reason(wl: Workload, cond: Condition) -> bool:
+    found = find_condition(wl.conditions(), cond.type)
+    return found is not None and found.status == cond.status and found.reason == cond.reason
+
+
+# --- module-level helpers (exported in Kueue) --------------------------------------------------
+
+
+async def queue_name_change(client: Client, job: GenericJob, wl: Workload) -> None:
+    """Update ``spec.queueName`` when the job's queue label changed (``QueueNameChange``)."""
+    want = queue_name(job)
+    if (wl.spec.queue_name or "") != want:
+        wl.spec.queue_name = want
+        await wlpkg.update(client, wl)
+
+
+async def ensure_prebuilt_workload_ownership(
+    client: Client, wl: Workload, obj: Object
+) -> Workload:
+    """Make ``obj`` the controller of a prebuilt Workload and label its UID
+    (``EnsurePrebuiltWorkloadOwnership``); returns the stored Workload."""
+    owner = wl.metadata.controller_ref()
+    if owner is not None and owner.uid == uid_of(obj):
+        return wl
+    refs = [r for r in wl.metadata.owner_references or [] if r.uid != uid_of(obj)]
+    refs.append(OwnerReference.model_validate(owner_reference(obj)))
+    wl.metadata.owner_references = refs
+    uid = uid_of(obj)
+    if not is_valid_label_value(uid):
+        wl.metadata.labels = {**(wl.metadata.labels or {}), c.JOB_UID_LABEL: uid}
+    return await wlpkg.update(client, wl)
+
+
+async def construct_workload(
+    client: Client,
+    job: GenericJob,
+    label_keys_to_copy: frozenset[str] = frozenset(),
+    annotations_to_copy: frozenset[str] = frozenset(),
+    *,
+    features: FeatureGates = DEFAULT_FEATURES,
+) -> Workload:
+    """A new Workload for ``job`` (``ConstructWorkload``/``NewWorkload``), not yet prepared."""
+    obj = job.object()
+    pod_sets = await job_pod_sets(job, client, features=features)
+    name = get_workload_name_for_owner_with_gvk(name_of(obj), uid_of(obj), job.gvk(),
+                                                features=features)
+    labels = {k: v for k, v in labels_of(obj).items() if k in label_keys_to_copy}
+    uid = uid_of(obj)
+    if not is_valid_label_value(uid):
+        labels[c.JOB_UID_LABEL] = uid
+    else:
+        log.debug("validation of the owner job UID label has failed; not adding it")
+    annotations = {k: v for k, v in annotations_of(obj).items()
+                   if k.startswith(c.PROV_REQ_ANNOTATION_PREFIX)}
+    if features.enabled(FeatureGate.CUSTOM_METRIC_LABELS):
+        annotations.update({k: v for k, v in annotations_of(obj).items()
+                            if k in annotations_to_copy})
+    meta: dict[str, Any] = {
+        "name": name, "namespace": namespace_of(obj),
+        "finalizers": [c.RESOURCE_IN_USE_FINALIZER_NAME],
+        "owner_references": [OwnerReference.model_validate(owner_reference(obj))],
+    }
+    if labels:
+        meta["labels"] = labels
+    if annotations:
+        meta["annotations"] = annotations
+    spec: dict[str, Any] = {"pod_sets": pod_sets}
+    if queue_name(job):
+        spec["queue_name"] = queue_name(job)
+    max_exec = maximum_execution_time_seconds(job)
+    if max_exec is not None:
+        spec["maximum_execution_time_seconds"] = max_exec
+    return Workload(metadata=ObjectMeta(**meta), spec=WorkloadSpec(**spec))
+
+
+async def update_workload_priority(
+    client: Client,
+    recorder: EventRecorderLike,
+    job: GenericJob,
+    workloads: Sequence[Workload],
+    *,
+    features: FeatureGates = DEFAULT_FEATURES,
+) -> None:
+    """Follow a change of the job's WorkloadPriorityClass label (``UpdateWorkloadPriority``).
+
+    Workloads backed by a pod PriorityClass, and quota-reserved ones without a class, are
+    left alone; the class is resolved once for the whole set.
+    """
+    del features
+    obj = job.object()
+    job_class = workload_priority_class_name(obj)
+    same: list[Workload] = []
+    change: list[Workload] = []
+    for wl in workloads:
+        ref = wl.spec.priority_class_ref
+        if ref is None and wl.has_quota_reservation():
+            continue
+        if ref is not None and (ref.group != c.WORKLOAD_PRIORITY_CLASS_GROUP
+                                or ref.kind != c.WORKLOAD_PRIORITY_CLASS_KIND):
+            continue
+        name = (ref.name or "") if ref is not None else ""
+        (same if name == job_class else change).append(wl)
+    if not change:
+        return
+    try:
+        ref, priority = await extract_priority(client, recorder, obj,
+                                               change[0].spec.pod_sets, job)
+    except Exception as err:
+        raise _wrap("prepare workload priority", err) from err
+    for wl in [*same, *change]:
+        current = wl.spec.priority_class_ref
+        if wl.spec.priority == priority and (
+                (current.to_dict() if current else None) == (ref.to_dict() if ref else None)):
+            continue
+        wl.spec.priority_class_ref = ref.model_copy(deep=True) if ref is not None else None
+        if ref is None:
+            _unset(wl.spec, "priority_class_ref")
+        wl.spec.priority = priority
+        try:
+            stored = await wlpkg.update(client, wl)
+        except errors.ApiError as err:
+            raise _wrap("updating existing workload", err) from err
+        wl.metadata.resource_version = stored.metadata.resource_version
+        recorder.event(obj, NORMAL, c.REASON_UPDATED_WORKLOAD,
+                       c.MSG_UPDATED_PRIORITY_CLASS.format(wlpkg.key(wl)))
+
+
+def get_pod_sets_info_from_workload(wl: Workload | None) -> list[PodSetInfo] | None:
+    """The original templates' info of a Workload (``GetPodSetsInfoFromWorkload``)."""
+    return None if wl is None else pod_sets_info_from_workload_spec(wl.spec.pod_sets)
+
+
+def new_reconciler(
+    client: Client, recorder: EventRecorderLike, options: ReconcilerOptions | None = None,
+    **overrides: Any,
+) -> JobReconciler:
+    """A :class:`JobReconciler` (``NewReconciler``); an integration manager is created
+    when none is given."""
+    return JobReconciler(client, recorder, options, **overrides)
+
+
+# --- factories ------------------------------------------------------------------------------
+
+#: Extra controller wiring (``ReconcilerSetup``): ``(builder, client) -> builder``.
+ReconcilerSetup = Callable[[ControllerBuilder, Client], ControllerBuilder]
+
+
+class GenericReconciler:
+    """A controller-runtime reconciler for one job kind, built by the factory."""
+
+    def __init__(
+        self,
+        job_reconciler: JobReconciler,
+        new_job: Callable[[], GenericJob],
+        setup: Sequence[ReconcilerSetup] = (),
+    ) -> None:
+        self.job_reconciler = job_reconciler
+        self.new_job = new_job
+        self.setup = tuple(setup)
+
+    async def reconcile(self, request: Request) -> Result:
+        """Reconcile a fresh job object of the kind."""
+        return await self.job_reconciler.reconcile_generic_job(request, self.new_job())
+
+    def setup_with_manager(self, mgr: Any) -> None:
+        """``For(job).Owns(Workload)``, named after the lower-case Kind, plus the setups."""
+        gvk = self.new_job().gvk()
+        builder = (ControllerBuilder(mgr).named(gvk.kind.lower()).for_(gvk)
+                   .owns(WORKLOAD_GVK))
+        for f in self.setup:
+            builder = f(builder, mgr.get_client())
+        builder.complete(self)
+
+
+#: ``ReconcilerFactory``: ``(client, indexer, recorder, **options) -> reconciler``.
+ReconcilerFactory = Callable[..., GenericReconciler]
+
+
+def new_generic_reconciler_factory(
+    new_job: Callable[[], GenericJob], *setup: ReconcilerSetup
+) -> Callable[..., GenericReconciler]:
+    """A factory building the generic reconciler of ``new_job``'s kind
+    (``NewGenericReconcilerFactory``).
+
+    Call it as ``factory(client, indexer, recorder, options=None, **overrides)``;
+    ``indexer`` may be None (indexes are set up by the integration's ``setup_indexes``).
+    """
+
+    def factory(
+        client: Client, indexer: Any, recorder: EventRecorderLike,
+        options: ReconcilerOptions | None = None, **overrides: Any,
+    ) -> GenericReconciler:
+        del indexer
+        return GenericReconciler(new_reconciler(client, recorder, options, **overrides),
+                                 new_job, setup)
+
+    return factory
+
+
+class NoopReconciler:
+    """A reconciler that does nothing (for integrations whose API is absent)."""
+
+    def __init__(self, gvk: GVK) -> None:
+        self.gvk = gvk
+
+    async def reconcile(self, request: Request) -> Result:
+        """Nothing to do."""
+        del request
+        return Result()
+
+    def setup_with_manager(self, mgr: Any) -> None:
+        """Registers nothing."""
+        del mgr
+        log.info("Skipped reconciler setup for %s", self.gvk)
+
+
+def new_noop_reconciler_factory(gvk: GVK) -> Callable[..., NoopReconciler]:
+    """A factory of :class:`NoopReconciler` (``NewNoopReconcilerFactory``)."""
+
+    def factory(*args: Any, **kwargs: Any) -> NoopReconciler:
+        del args, kwargs
+        return NoopReconciler(gvk)
+
+    return factory
+
+
+async def setup_indexes_for(indexer: Any, gvk: GVK) -> None:
+    """The workload owner index of ``gvk`` (the common ``SetupIndexes`` of integrations)."""
+    await setup_workload_owner_index(indexer, gvk)
