@@ -1,0 +1,480 @@
+"""The JobFlow DAG controller and the JobTemplate controller.
+
+:class:`JobFlowReconciler` drives one JobFlow per reconcile, level-based:
+
+1. read the JobFlow and its children: the Jobs whose *controller* owner reference has
+   the JobFlow's UID, from the cache's owner-UID index (never a cluster-wide list);
+2. :func:`~.dag.plan` the phases; then, unless the JobFlow is being deleted:
+
+   - a step failed: stop (suspend) the unfinished Jobs, create nothing more;
+   - ``spec.suspend``: create nothing, suspend running Jobs and take Kueue's admission
+     data back out of their pod templates;
+   - otherwise: resume suspended Jobs (with the current admission data) and create the
+     Jobs of the ready steps, injecting the admission data for their PodSet;
+
+3. write ``status`` (state, ``jobStatusList``, per-flow phases, counts, conditions) when
+   it changed, and record an event when the flow finishes.
+
+A step whose ``jobTemplateRef`` names a missing JobTemplate waits: its phase is
+``WaitingForTemplate``, the ``JobTemplateMissing`` condition and a Warning event say so,
+and the JobTemplate watch reconciles the JobFlow when the template appears.
+
+:class:`JobTemplateReconciler` keeps ``status.dependencyList`` equal to the names of the
+Jobs created from the template (by their ``createByJobTemplate`` annotation, through an
+index), clearing it when none is left.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import json
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any, Final, Protocol
+
+from jobframework.api.conditions import (
+    CONDITION_FALSE,
+    CONDITION_TRUE,
+    find_condition,
+    set_condition,
+)
+from jobframework.podset import InvalidPodSetUpdateError, PodSetInfo
+from jobframework.runtime.builder import ControllerBuilder
+from jobframework.runtime.cache import Cache
+from jobframework.runtime.client import ObjectList
+from jobframework.runtime.clock import Clock, RealClock
+from jobframework.runtime.errors import AlreadyExists, BadRequest, Invalid, NotFound
+from jobframework.runtime.events import NORMAL, WARNING, EventRecorder
+from jobframework.runtime.handler import EnqueueRequestsFromMapFunc
+from jobframework.runtime.manager import Manager
+from jobframework.runtime.objects import (
+    GVK,
+    Object,
+    annotations_of,
+    controller_of,
+    is_being_deleted,
+    name_of,
+    namespace_of,
+    uid_of,
+)
+from jobframework.runtime.reconcile import Request, Result
+
+from .api import (
+    CREATED_BY_TEMPLATE_ANNOTATION,
+    GROUP,
+    JOB_GVK,
+    JOBFLOW_GVK,
+    JOBTEMPLATE_GVK,
+    POD_SETS_INFO_ANNOTATION,
+    ConditionType,
+    Flow,
+    FlowPhase,
+    JobFlowSpec,
+    State,
+    child_job_name,
+    job_status_key,
+    parse_template_annotation,
+    template_annotation_value,
+    template_job_spec,
+)
+from .dag import (
+    Plan,
+    build_child_job,
+    info_from_dict,
+    inject_info,
+    injected_info,
+    job_outcome,
+    plan,
+    restore_info,
+    same_info,
+)
+
+log = logging.getLogger(__name__)
+
+#: Job index: the UID of the JobFlow named by the Job's controller owner reference.
+OWNER_UID_INDEX: Final = "jobflow.api.practice.com/owner-uid"
+#: JobFlow index: the JobTemplates its flows reference.
+TEMPLATE_REF_INDEX: Final = "jobflow.api.practice.com/template-ref"
+#: Job index: the ``createByJobTemplate`` annotation (``<namespace>.<template>``).
+CREATED_BY_TEMPLATE_INDEX: Final = "jobflow.api.practice.com/created-by-template"
+
+JOBFLOW_CONTROLLER_NAME: Final = "jobflow-controller"
+JOBTEMPLATE_CONTROLLER_NAME: Final = "jobtemplate-controller"
+
+
+class IndexedReader(Protocol):
+    """The reads the controllers make: cached ``get`` and ``list`` with field indexes."""
+
+    async def get(self, gvk: GVK, name: str, *, namespace: str | None = None) -> Object:
+        """One object."""
+
+    async def list(
+        self,
+        gvk: GVK,
+        *,
+        namespace: str | None = None,
+        matching_fields: Mapping[str, str] | None = None,
+    ) -> ObjectList:
+        """Objects matching the field indexes."""
+
+
+class Writer(Protocol):
+    """The writes the controllers make."""
+
+    async def create(self, obj: Object) -> Object:
+        """POST."""
+
+    async def update(self, obj: Object) -> Object:
+        """PUT."""
+
+    async def update_status(self, obj: Object) -> Object:
+        """PUT to ``status``."""
+
+
+# --- indexes ------------------------------------------------------------------------------
+
+
+def owner_uid_values(job: Object) -> list[str]:
+    """:data:`OWNER_UID_INDEX` values: the controlling JobFlow's UID, if any."""
+    ref = controller_of(job)
+    if ref is None or ref.get("kind") != JOBFLOW_GVK.kind:
+        return []
+    if str(ref.get("apiVersion", "")).split("/")[0] != GROUP:
+        return []
+    return [str(ref.get("uid") or "")]
+
+
+def template_ref_values(jobflow: Object) -> list[str]:
+    """:data:`TEMPLATE_REF_INDEX` values: the JobTemplates the flows reference."""
+    return sorted({f.job_template_ref for f in JobFlowSpec.of(jobflow).flows
+                   if f.job_template_ref})
+
+
+def created_by_template_values(job: Object) -> list[str]:
+    """:data:`CREATED_BY_TEMPLATE_INDEX` values: the ``createByJobTemplate`` annotation."""
+    value = annotations_of(job).get(CREATED_BY_TEMPLATE_ANNOTATION)
+    return [value] if value else []
+
+
+async def setup_indexes(cache: Cache) -> None:
+    """Register the three field indexes the controllers read through."""
+    await cache.index_field(JOB_GVK, OWNER_UID_INDEX, owner_uid_values)
+    await cache.index_field(JOBFLOW_GVK, TEMPLATE_REF_INDEX, template_ref_values)
+    await cache.index_field(JOB_GVK, CREATED_BY_TEMPLATE_INDEX, created_by_template_values)
+
+
+def pod_sets_infos(jobflow: Mapping[str, Any]) -> dict[str, PodSetInfo]:
+    """The admission data the Kueue adapter stored on the JobFlow, by flow name."""
+    raw = annotations_of(jobflow).get(POD_SETS_INFO_ANNOTATION)
+    if not raw:
+        return {}
+    try:
+        items = json.loads(raw)
+    except ValueError:
+        log.warning("ignoring malformed %s annotation", POD_SETS_INFO_ANNOTATION)
+        return {}
+    infos = [info_from_dict(d) for d in items if isinstance(d, dict)]
+    return {i.name: i for i in infos}
+
+
+# --- the JobFlow controller --------------------------------------------------------------------
+
+
+def _set(conditions: list[dict[str, Any]], type_: ConditionType, true: bool, reason: str,
+         message: str, generation: int, now: dt.datetime, false_reason: str) -> None:
+    # A condition is added when it first becomes true, and kept (as False) afterwards.
+    if not true and find_condition(conditions, type_.value) is None:
+        return
+    set_condition(conditions, {
+        "type": type_.value, "status": CONDITION_TRUE if true else CONDITION_FALSE,
+        "reason": reason if true else false_reason, "message": message if true else "",
+        "observedGeneration": generation,
+    }, now=now)
+
+
+class JobFlowReconciler:
+    """Reconciles JobFlows (see the module docstring)."""
+
+    def __init__(
+        self,
+        reader: IndexedReader,
+        writer: Writer,
+        recorder: EventRecorder,
+        *,
+        clock: Clock | None = None,
+    ) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.recorder = recorder
+        self.clock: Clock = clock or RealClock()
+
+    async def children(self, jobflow: Object) -> dict[str, Object | None]:
+        """flow name → its Job (``<jobflow>-<flow>`` controlled by this JobFlow), or None."""
+        owned = await self.reader.list(
+            JOB_GVK, namespace=namespace_of(jobflow),
+            matching_fields={OWNER_UID_INDEX: uid_of(jobflow)})
+        by_name = {name_of(j): j for j in owned.items}
+        name = name_of(jobflow)
+        return {f.name: by_name.get(child_job_name(name, f.name))
+                for f in JobFlowSpec.of(jobflow).flows}
+
+    async def reconcile(self, request: Request) -> Result:
+        """One pass over the JobFlow ``request`` names."""
+        try:
+            jobflow = await self.reader.get(JOBFLOW_GVK, request.name,
+                                            namespace=request.namespace)
+        except NotFound:
+            return Result()
+        spec = JobFlowSpec.of(jobflow)
+        children = await self.children(jobflow)
+        p = plan(jobflow, children)
+        notes: dict[str, tuple[FlowPhase, str, str]] = {}
+        if not is_being_deleted(jobflow):
+            if p.failed_flow:
+                for f in p.stop:
+                    job = children[f]
+                    assert job is not None
+                    children[f] = await self._suspend(job, restore=False)
+            elif spec.suspend:
+                for f, job in children.items():
+                    if job is not None and job_outcome(job).phase == FlowPhase.RUNNING:
+                        children[f] = await self._suspend(job, restore=True)
+            else:
+                infos = pod_sets_infos(jobflow)
+                for f, job in children.items():
+                    if job is not None and job_outcome(job).phase == FlowPhase.SUSPENDED:
+                        children[f] = await self._resume(job, infos.get(f))
+                for f in p.ready:
+                    flow = spec.flow(f)
+                    assert flow is not None
+                    children[f] = await self._create(jobflow, flow, infos.get(f), notes)
+            p = plan(jobflow, children)
+        await self._write_status(jobflow, spec, p, children, notes)
+        return Result()
+
+    # -- child Jobs --
+
+    async def _suspend(self, job: Object, *, restore: bool) -> Object:
+        job = copy.deepcopy(job)
+        job.setdefault("spec", {})["suspend"] = True
+        if restore:
+            restore_info(job)
+        return await self.writer.update(job)
+
+    async def _resume(self, job: Object, info: PodSetInfo | None) -> Object:
+        job = copy.deepcopy(job)
+        if not same_info(injected_info(job), info):
+            # Scheduling directives of a suspended Job may change only while it has no
+            # startTime (as Kueue does for batch/v1 Jobs).
+            if (job.get("status") or {}).get("startTime"):
+                job["status"].pop("startTime")
+                job = copy.deepcopy(await self.writer.update_status(job))
+            restore_info(job)
+            if info is not None:
+                try:
+                    inject_info(job, info)
+                except InvalidPodSetUpdateError as err:
+                    self.recorder.event(job, WARNING, "FailedInjection", str(err))
+                    return job
+        job["spec"]["suspend"] = False
+        return await self.writer.update(job)
+
+    async def _create(
+        self,
+        jobflow: Object,
+        flow: Flow,
+        info: PodSetInfo | None,
+        notes: dict[str, tuple[FlowPhase, str, str]],
+    ) -> Object | None:
+        ns = namespace_of(jobflow)
+        base: dict[str, Any] | None = flow.job_template
+        if flow.job_template_ref:
+            try:
+                template = await self.reader.get(JOBTEMPLATE_GVK, flow.job_template_ref,
+                                                 namespace=ns)
+                base = template_job_spec(template)
+            except NotFound:
+                base = None
+            if base is None:
+                message = (f"flow {flow.name} waits for JobTemplate "
+                           f"{flow.job_template_ref!r} in namespace {ns!r}, which does not "
+                           f"exist")
+                notes[flow.name] = (FlowPhase.WAITING_FOR_TEMPLATE, "JobTemplateNotFound",
+                                    message)
+                self.recorder.event(jobflow, WARNING, "JobTemplateNotFound", message)
+                return None
+        job = build_child_job(jobflow, flow, base or {}, template_ref=flow.job_template_ref)
+        if info is not None:
+            try:
+                inject_info(job, info)
+            except InvalidPodSetUpdateError as err:
+                notes[flow.name] = (FlowPhase.PENDING, "FailedInjection", str(err))
+                self.recorder.event(jobflow, WARNING, "FailedInjection", str(err))
+                return None
+        try:
+            created = await self.writer.create(job)
+        except AlreadyExists:
+            # The cache has not seen it yet; its create event brings us back.
+            return None
+        except (Invalid, BadRequest) as err:
+            notes[flow.name] = (FlowPhase.PENDING, "FailedCreate", str(err))
+            self.recorder.event(jobflow, WARNING, "FailedCreate",
+                                f"flow {flow.name}: {err}")
+            return None
+        self.recorder.event(jobflow, NORMAL, "Created",
+                            f"Created Job {name_of(created)} for flow {flow.name}")
+        return created
+
+    # -- status --
+
+    def desired_status(
+        self,
+        jobflow: Object,
+        spec: JobFlowSpec,
+        p: Plan,
+        children: Mapping[str, Object | None],
+        notes: Mapping[str, tuple[FlowPhase, str, str]],
+    ) -> dict[str, Any]:
+        """The ``status`` to write for this pass."""
+        old = jobflow.get("status") or {}
+        ns = namespace_of(jobflow)
+        flows = []
+        for fs in p.flows:
+            entry = fs.to_dict()
+            if fs.name in notes and fs.phase == FlowPhase.PENDING:
+                phase, reason, message = notes[fs.name]
+                entry.update(phase=phase.value, reason=reason, message=message)
+            flows.append(entry)
+        status: dict[str, Any] = {
+            "state": p.state.value,
+            "jobStatusList": {job_status_key(name_of(j), ns): copy.deepcopy(j.get("status") or {})
+                              for j in children.values() if j is not None},
+            "flows": flows,
+            "totalFlows": len(p.flows),
+            "completedFlows": p.count(FlowPhase.SUCCEEDED),
+            "runningFlows": p.count(FlowPhase.RUNNING),
+        }
+        if p.failed_flow:
+            status["failedFlow"] = p.failed_flow
+        generation = int((jobflow.get("metadata") or {}).get("generation") or 0)
+        if generation:
+            status["observedGeneration"] = generation
+        conditions: list[dict[str, Any]] = copy.deepcopy(list(old.get("conditions") or []))
+        now = self.clock.now()
+        waiting = [e["message"] for e in flows
+                   if e["phase"] == FlowPhase.WAITING_FOR_TEMPLATE.value]
+        _set(conditions, ConditionType.SUCCEEDED, p.state == State.SUCCEED,
+             "AllFlowsCompleted", f"all {len(p.flows)} flows completed", generation, now,
+             "NotCompleted")
+        _set(conditions, ConditionType.FAILED, p.state == State.FAILED, "FlowFailed",
+             p.failure_message, generation, now, "NoFlowFailed")
+        _set(conditions, ConditionType.TEMPLATE_MISSING, bool(waiting), "JobTemplateNotFound",
+             "; ".join(waiting), generation, now, "JobTemplatesFound")
+        suspended = spec.suspend and p.state in (State.PENDING, State.RUNNING)
+        _set(conditions, ConditionType.SUSPENDED, suspended, "JobFlowSuspended",
+             "the JobFlow is suspended: no Job is created and running Jobs are suspended",
+             generation, now, "JobFlowResumed")
+        if conditions:
+            status["conditions"] = conditions
+        return status
+
+    async def _write_status(
+        self,
+        jobflow: Object,
+        spec: JobFlowSpec,
+        p: Plan,
+        children: Mapping[str, Object | None],
+        notes: Mapping[str, tuple[FlowPhase, str, str]],
+    ) -> None:
+        old = jobflow.get("status") or {}
+        status = self.desired_status(jobflow, spec, p, children, notes)
+        if status == old:
+            return
+        updated = copy.deepcopy(jobflow)
+        updated["status"] = status
+        await self.writer.update_status(updated)
+        if old.get("state") != status["state"]:
+            if p.state == State.SUCCEED:
+                self.recorder.event(jobflow, NORMAL, "Succeeded",
+                                    f"all {len(p.flows)} flows of JobFlow "
+                                    f"{name_of(jobflow)} completed")
+            elif p.state == State.FAILED:
+                self.recorder.event(jobflow, WARNING, "Failed", p.failure_message)
+
+    # -- wiring --
+
+    async def jobflows_for_template(self, template: Object) -> list[Request]:
+        """The JobFlows in the template's namespace that reference it (by index)."""
+        flows = await self.reader.list(
+            JOBFLOW_GVK, namespace=namespace_of(template),
+            matching_fields={TEMPLATE_REF_INDEX: name_of(template)})
+        return [Request.of(namespace_of(f), name_of(f)) for f in flows.items]
+
+    def setup_with_manager(self, mgr: Manager) -> None:
+        """``For`` JobFlows, ``Owns`` Jobs, watches JobTemplates (indexes: see setup)."""
+        ControllerBuilder(mgr).named(JOBFLOW_CONTROLLER_NAME).for_(JOBFLOW_GVK) \
+            .owns(JOB_GVK) \
+            .watches(JOBTEMPLATE_GVK, EnqueueRequestsFromMapFunc(self.jobflows_for_template)) \
+            .complete(self)
+
+
+# --- the JobTemplate controller ----------------------------------------------------------------
+
+
+def template_requests(job: Object) -> Iterable[Request]:
+    """The JobTemplate a Job was created from (its ``createByJobTemplate`` annotation)."""
+    value = annotations_of(job).get(CREATED_BY_TEMPLATE_ANNOTATION)
+    parsed = parse_template_annotation(value) if value else None
+    return [Request.of(*parsed)] if parsed else []
+
+
+class JobTemplateReconciler:
+    """Keeps ``status.dependencyList`` of a JobTemplate current."""
+
+    def __init__(self, reader: IndexedReader, writer: Writer) -> None:
+        self.reader = reader
+        self.writer = writer
+
+    async def reconcile(self, request: Request) -> Result:
+        """Write the sorted names of the Jobs created from the template."""
+        try:
+            template = await self.reader.get(JOBTEMPLATE_GVK, request.name,
+                                             namespace=request.namespace)
+        except NotFound:
+            return Result()
+        jobs = await self.reader.list(
+            JOB_GVK, namespace=request.namespace,
+            matching_fields={CREATED_BY_TEMPLATE_INDEX: template_annotation_value(
+                request.namespace, request.name)})
+        names = sorted(name_of(j) for j in jobs.items)
+        status = template.get("status") or {}
+        if list(status.get("dependencyList") or []) == names:
+            return Result()
+        updated = copy.deepcopy(template)
+        new_status = dict(status)
+        if names:
+            new_status["dependencyList"] = names
+        else:
+            new_status.pop("dependencyList", None)
+        updated["status"] = new_status
+        await self.writer.update_status(updated)
+        return Result()
+
+    def setup_with_manager(self, mgr: Manager) -> None:
+        """``For`` JobTemplates; Jobs map to the template in their annotation."""
+        ControllerBuilder(mgr).named(JOBTEMPLATE_CONTROLLER_NAME).for_(JOBTEMPLATE_GVK) \
+            .watches(JOB_GVK, EnqueueRequestsFromMapFunc(template_requests)) \
+            .complete(self)
+
+
+async def setup_controllers(mgr: Manager) -> tuple[JobFlowReconciler, JobTemplateReconciler]:
+    """Register the indexes and both controllers with ``mgr``; returns the reconcilers."""
+    await setup_indexes(mgr.get_cache())
+    client = mgr.get_client()
+    flows = JobFlowReconciler(client, client, mgr.get_event_recorder_for(
+        JOBFLOW_CONTROLLER_NAME), clock=mgr.clock)
+    flows.setup_with_manager(mgr)
+    templates = JobTemplateReconciler(client, client)
+    templates.setup_with_manager(mgr)
+    return flows, templates

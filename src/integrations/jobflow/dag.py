@@ -1,0 +1,513 @@
+"""The JobFlow's pure logic: the graph, the child Jobs' shape, and what to do next.
+
+Nothing here does I/O, so every rule is testable on plain dicts:
+
+- :func:`find_cycle` and :func:`topological_order` on the flows' dependency graph;
+- :func:`render_job_spec` / :func:`build_child_job`: a flow's JobSpec after the global
+  params, the shared volumes and the fields this integration forces;
+- :func:`job_outcome` reads a Job's terminal conditions (``Complete``/``Failed``);
+- :func:`plan` turns the spec and the existing children into per-flow phases, the Jobs
+  to create now, the Jobs to stop, and the JobFlow's ``status.state``;
+- :func:`inject_info` / :func:`restore_info` put Kueue's admission data into a child's
+  pod template, recording on the Job what they changed so it can be undone exactly.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from jobframework.api.conditions import CONDITION_TRUE
+from jobframework.podset import PodSetInfo, merge_into_template
+from jobframework.runtime.objects import Object, is_being_deleted, name_of, namespace_of, uid_of
+
+from .api import (
+    API_VERSION,
+    CREATED_BY_TEMPLATE_ANNOTATION,
+    FLOW_NAME_LABEL,
+    INJECTED_INFO_ANNOTATION,
+    JOBFLOW_GVK,
+    JOBFLOW_NAME_LABEL,
+    Flow,
+    FlowPhase,
+    JobFlowSpec,
+    State,
+    child_job_name,
+    template_annotation_value,
+)
+
+# --- the graph ---------------------------------------------------------------------------
+
+
+def find_cycle(flows: Sequence[Flow]) -> list[str] | None:
+    """A dependency cycle as ``[a, b, ..., a]`` (``a`` depends on ``b`` ...), or None.
+
+    Dependencies on unknown names are ignored (they are reported separately). The search
+    follows the flows' list order, so the cycle reported is deterministic.
+    """
+    deps: dict[str, tuple[str, ...]] = {}
+    for f in flows:
+        deps.setdefault(f.name, f.dependencies)
+    white, grey, black = 0, 1, 2
+    color = dict.fromkeys(deps, white)
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        color[node] = grey
+        stack.append(node)
+        for dep in deps[node]:
+            if dep not in deps:
+                continue
+            if color[dep] == grey:
+                return [*stack[stack.index(dep):], dep]
+            if color[dep] == white:
+                found = visit(dep)
+                if found is not None:
+                    return found
+        stack.pop()
+        color[node] = black
+        return None
+
+    for name in deps:
+        if color[name] == white:
+            found = visit(name)
+            if found is not None:
+                return found
+    return None
+
+
+def topological_order(flows: Sequence[Flow]) -> list[str]:
+    """Flow names, dependencies first (list order among independent flows).
+
+    Raises ``ValueError`` naming the cycle when there is one.
+    """
+    cycle = find_cycle(flows)
+    if cycle is not None:
+        raise ValueError("dependency cycle: " + " -> ".join(cycle))
+    names = {f.name for f in flows}
+    done: list[str] = []
+    placed: set[str] = set()
+    pending = [f for f in flows]
+    while pending:
+        rest = []
+        for f in pending:
+            if f.name in placed:
+                continue
+            if all(d in placed or d not in names for d in f.dependencies):
+                done.append(f.name)
+                placed.add(f.name)
+            else:
+                rest.append(f)
+        pending = rest
+    return done
+
+
+# --- rendering child Jobs --------------------------------------------------------------------
+
+
+def _containers(pod_spec: dict[str, Any]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for key in ("initContainers", "containers"):
+        out.extend(c for c in pod_spec.get(key) or [] if isinstance(c, dict))
+    return out
+
+
+def render_job_spec(spec: JobFlowSpec, flow: Flow, base: Mapping[str, Any]) -> dict[str, Any]:
+    """``flow``'s JobSpec (``base``: its jobTemplate or referenced template) as it is run.
+
+    - global labels and annotations are merged into the pod template's (globals win);
+    - global env is put first in every container and init container, replacing any
+      variable of the same name (so a container's ``$(VAR)`` can refer to a global);
+    - ``globalParams.nodeName`` sets ``nodeName`` (the pods bypass the scheduler);
+    - the shared volumes this flow mounts are added to the pod (replacing a template
+      volume of the same name) and its mounts to every container and init container
+      (replacing a mount at the same path);
+    - forced: ``restartPolicy: Never`` (the Job controller retries, not the kubelet),
+      ``backoffLimit: 0`` when unset (a failed pod fails the step, as the original
+      operator did; an explicit value is kept); ``ttlSecondsAfterFinished`` and
+      ``suspend`` are removed (the flow's state is read from its Jobs, which must
+      outlive their completion, and the flow decides suspension);
+    - the pod template is labelled with the JobFlow and flow names.
+    """
+    js = copy.deepcopy(dict(base))
+    js.pop("ttlSecondsAfterFinished", None)
+    js.pop("suspend", None)
+    if js.get("backoffLimit") is None:
+        js["backoffLimit"] = 0
+    tpl = js.get("template")
+    if not isinstance(tpl, dict):
+        tpl = js["template"] = {}
+    meta = tpl.get("metadata")
+    if not isinstance(meta, dict):
+        meta = tpl["metadata"] = {}
+    pod = tpl.get("spec")
+    if not isinstance(pod, dict):
+        pod = tpl["spec"] = {}
+    g = spec.global_params
+    pod["restartPolicy"] = "Never"
+    if g.labels:
+        meta["labels"] = {**(meta.get("labels") or {}), **g.labels}
+    if g.annotations:
+        meta["annotations"] = {**(meta.get("annotations") or {}), **g.annotations}
+    if g.node_name:
+        pod["nodeName"] = g.node_name
+    if g.env:
+        names = {str(e.get("name")) for e in g.env}
+        for c in _containers(pod):
+            own = [e for e in c.get("env") or [] if e.get("name") not in names]
+            c["env"] = [copy.deepcopy(e) for e in g.env] + own
+    if flow.share_volume_mounts:
+        mounted = {str(m.get("name")) for m in flow.share_volume_mounts}
+        shared = [copy.deepcopy(v) for v in spec.share_volumes if v.get("name") in mounted]
+        shared_names = {v.get("name") for v in shared}
+        pod["volumes"] = [v for v in pod.get("volumes") or []
+                          if v.get("name") not in shared_names] + shared
+        paths = {m.get("mountPath") for m in flow.share_volume_mounts}
+        for c in _containers(pod):
+            own_mounts = [m for m in c.get("volumeMounts") or []
+                          if m.get("mountPath") not in paths]
+            c["volumeMounts"] = own_mounts + [copy.deepcopy(m)
+                                              for m in flow.share_volume_mounts]
+    return js
+
+
+def flow_labels(jobflow_name: str, flow_name: str) -> dict[str, str]:
+    """The labels naming the JobFlow and the flow, on child Jobs and their pods."""
+    return {JOBFLOW_NAME_LABEL: jobflow_name, FLOW_NAME_LABEL: flow_name}
+
+
+def pod_count(job_spec: Mapping[str, Any]) -> int:
+    """Pods a Job runs at once: parallelism (default 1), capped by completions (as Kueue)."""
+    count = job_spec.get("parallelism")
+    n = 1 if count is None else int(count)
+    completions = job_spec.get("completions")
+    if completions is not None and int(completions) < n:
+        n = int(completions)
+    return n
+
+
+def build_child_job(
+    jobflow: Mapping[str, Any], flow: Flow, base: Mapping[str, Any], *, template_ref: str = ""
+) -> Object:
+    """The Job for ``flow``: named ``<jobflow>-<flow>``, controlled by the JobFlow.
+
+    Job labels are the global labels plus the JobFlow and flow names (those two win);
+    Job annotations are the global annotations, plus ``createByJobTemplate`` when the
+    spec came from a JobTemplate. Created unsuspended (the caller decides otherwise).
+    """
+    spec = JobFlowSpec.of(jobflow)
+    name = name_of(jobflow)
+    job_spec = render_job_spec(spec, flow, base)
+    pod_meta = job_spec["template"]["metadata"]
+    pod_meta["labels"] = {**(pod_meta.get("labels") or {}), **flow_labels(name, flow.name)}
+    job_spec["suspend"] = False
+    annotations = dict(spec.global_params.annotations)
+    if template_ref:
+        annotations[CREATED_BY_TEMPLATE_ANNOTATION] = template_annotation_value(
+            namespace_of(jobflow), template_ref)
+    meta: dict[str, Any] = {
+        "name": child_job_name(name, flow.name),
+        "namespace": namespace_of(jobflow),
+        "labels": {**spec.global_params.labels, **flow_labels(name, flow.name)},
+        "ownerReferences": [{
+            "apiVersion": API_VERSION, "kind": JOBFLOW_GVK.kind, "name": name,
+            "uid": uid_of(jobflow), "controller": True, "blockOwnerDeletion": True,
+        }],
+    }
+    if annotations:
+        meta["annotations"] = annotations
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": job_spec}
+
+
+# --- reading child Jobs -----------------------------------------------------------------------
+
+
+@attrs.frozen
+class Outcome:
+    """Where a child Job is: its phase, and for a failure the condition's reason/message."""
+
+    phase: FlowPhase
+    reason: str = ""
+    message: str = ""
+
+
+def _condition(job: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
+    for c in (job.get("status") or {}).get("conditions") or []:
+        if c.get("type") == type_ and c.get("status") == CONDITION_TRUE:
+            return dict(c)
+    return None
+
+
+def job_outcome(job: Mapping[str, Any]) -> Outcome:
+    """A Job's phase from its terminal conditions (not from pod counts).
+
+    ``Failed`` → FAILED, ``Complete`` → SUCCEEDED, else SUSPENDED when ``spec.suspend``,
+    else RUNNING. Interim conditions (``FailureTarget``, ``SuccessCriteriaMet``) are not
+    terminal: the Job still has pods to clean up.
+    """
+    failed = _condition(job, "Failed")
+    if failed is not None:
+        return Outcome(FlowPhase.FAILED, str(failed.get("reason") or ""),
+                       str(failed.get("message") or ""))
+    if _condition(job, "Complete") is not None:
+        return Outcome(FlowPhase.SUCCEEDED)
+    if (job.get("spec") or {}).get("suspend"):
+        return Outcome(FlowPhase.SUSPENDED)
+    return Outcome(FlowPhase.RUNNING)
+
+
+# --- deciding ---------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class FlowStatus:
+    """One ``status.flows[]`` entry."""
+
+    name: str
+    phase: FlowPhase
+    job_name: str
+    reason: str = ""
+    message: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON entry (empty reason and message omitted)."""
+        d: dict[str, Any] = {"name": self.name, "phase": self.phase.value,
+                             "jobName": self.job_name}
+        if self.reason:
+            d["reason"] = self.reason
+        if self.message:
+            d["message"] = self.message
+        return d
+
+
+@attrs.frozen
+class Plan:
+    """What the controller should do and report, from the spec and the children."""
+
+    flows: tuple[FlowStatus, ...]
+    #: Flows whose Job should be created now (dependencies completed, no Job yet).
+    ready: tuple[str, ...]
+    #: Flows whose unfinished Job must be stopped because another step failed.
+    stop: tuple[str, ...]
+    state: State
+    failed_flow: str = ""
+    failure_message: str = ""
+
+    def phase(self, flow: str) -> FlowPhase | None:
+        """The phase of ``flow``."""
+        return next((f.phase for f in self.flows if f.name == flow), None)
+
+    def count(self, phase: FlowPhase) -> int:
+        """How many flows are in ``phase``."""
+        return sum(1 for f in self.flows if f.phase == phase)
+
+
+def plan(
+    jobflow: Mapping[str, Any], children: Mapping[str, Mapping[str, Any] | None]
+) -> Plan:
+    """Phases, next steps and state of ``jobflow`` given ``children`` (flow → its Job).
+
+    A flow is *ready* when it has no Job and every dependency's Job completed; once a
+    step failed nothing becomes ready, steps without a Job are ``Skipped`` and unfinished
+    Jobs are listed in ``stop``. State: ``Terminating`` while the JobFlow is being
+    deleted, else ``Failed`` when a step failed, ``Succeed`` when every step completed,
+    ``Running`` when any Job exists, else ``Pending``.
+    """
+    spec = JobFlowSpec.of(jobflow)
+    name = name_of(jobflow)
+    outcomes: dict[str, Outcome] = {}
+    for f in spec.flows:
+        job = children.get(f.name)
+        if job is not None and f.name not in outcomes:
+            outcomes[f.name] = job_outcome(job)
+    failed = next((f for f in spec.flows
+                   if f.name in outcomes and outcomes[f.name].phase == FlowPhase.FAILED), None)
+    statuses: list[FlowStatus] = []
+    ready: list[str] = []
+    stop: list[str] = []
+    for f in spec.flows:
+        job_name = child_job_name(name, f.name)
+        out = outcomes.get(f.name)
+        if out is not None:
+            phase = out.phase
+            if failed is not None and phase in (FlowPhase.RUNNING, FlowPhase.SUSPENDED):
+                if phase == FlowPhase.RUNNING:
+                    stop.append(f.name)
+                phase = FlowPhase.STOPPED
+            statuses.append(FlowStatus(f.name, phase, job_name, out.reason, out.message))
+            continue
+        if failed is not None:
+            statuses.append(FlowStatus(f.name, FlowPhase.SKIPPED, job_name))
+            continue
+        deps_done = all(
+            d in outcomes and outcomes[d].phase == FlowPhase.SUCCEEDED for d in f.dependencies)
+        if deps_done and f.name not in ready:
+            ready.append(f.name)
+        statuses.append(FlowStatus(f.name, FlowPhase.PENDING, job_name))
+
+    failure_message = ""
+    if failed is not None:
+        out = outcomes[failed.name]
+        detail = ": ".join(p for p in (out.reason, out.message) if p)
+        failure_message = (f"flow {failed.name} (Job {child_job_name(name, failed.name)}) "
+                           f"failed" + (f": {detail}" if detail else ""))
+    if is_being_deleted(jobflow):
+        state = State.TERMINATING
+    elif failed is not None:
+        state = State.FAILED
+    elif all(s.phase == FlowPhase.SUCCEEDED for s in statuses):
+        state = State.SUCCEED
+    elif outcomes:
+        state = State.RUNNING
+    else:
+        state = State.PENDING
+    return Plan(tuple(statuses), tuple(ready), tuple(stop), state,
+                failed.name if failed is not None else "", failure_message)
+
+
+# --- Kueue's admission data on child Jobs ---------------------------------------------------
+
+
+def info_to_dict(info: PodSetInfo) -> dict[str, Any]:
+    """A JSON form of a :class:`PodSetInfo` (absent parts omitted)."""
+    d: dict[str, Any] = {"name": info.name, "count": info.count}
+    for key, value in (("annotations", info.annotations), ("labels", info.labels),
+                       ("nodeSelector", info.node_selector), ("tolerations", info.tolerations),
+                       ("schedulingGates", info.scheduling_gates)):
+        if value is not None:
+            d[key] = copy.deepcopy(value)
+    return d
+
+
+def info_from_dict(d: Mapping[str, Any]) -> PodSetInfo:
+    """The inverse of :func:`info_to_dict`."""
+    return PodSetInfo(
+        name=str(d.get("name") or ""), count=int(d.get("count") or 0),
+        annotations=_opt(d.get("annotations")), labels=_opt(d.get("labels")),
+        node_selector=_opt(d.get("nodeSelector")), tolerations=_opt(d.get("tolerations")),
+        scheduling_gates=_opt(d.get("schedulingGates")),
+    )
+
+
+def _opt(value: Any) -> Any:
+    return copy.deepcopy(value) if value is not None else None
+
+
+def injected_info(job: Mapping[str, Any]) -> PodSetInfo | None:
+    """What :func:`inject_info` put into ``job``'s pod template, if anything."""
+    raw = ((job.get("metadata") or {}).get("annotations") or {}).get(INJECTED_INFO_ANNOTATION)
+    if not raw:
+        return None
+    try:
+        return info_from_dict(json.loads(raw)["injected"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def same_info(a: PodSetInfo | None, b: PodSetInfo | None) -> bool:
+    """Whether two infos inject the same data (name and count aside)."""
+    def norm(i: PodSetInfo | None) -> dict[str, Any]:
+        if i is None:
+            return {}
+        d = info_to_dict(i)
+        d.pop("name")
+        d.pop("count")
+        return {k: v for k, v in d.items() if v}
+    return norm(a) == norm(b)
+
+
+def inject_info(job: Object, info: PodSetInfo) -> None:
+    """Merge ``info`` into ``job``'s pod template, recording what it replaces.
+
+    Raises :class:`~jobframework.podset.InvalidPodSetUpdateError` on a conflicting key
+    (the Job is then unchanged). A previous injection is undone first.
+    """
+    restore_info(job)
+    tpl = job.setdefault("spec", {}).setdefault("template", {})
+    before = copy.deepcopy(tpl)
+    meta = before.get("metadata") or {}
+    pod = before.get("spec") or {}
+    original = {
+        "labels": {k: (meta.get("labels") or {}).get(k) for k in info.labels or {}},
+        "annotations": {k: (meta.get("annotations") or {}).get(k)
+                        for k in info.annotations or {}},
+        "nodeSelector": pod.get("nodeSelector"),
+        "tolerations": pod.get("tolerations"),
+        "schedulingGates": pod.get("schedulingGates"),
+    }
+    merge_into_template(tpl, info)
+    annotations = job.setdefault("metadata", {}).setdefault("annotations", {})
+    annotations[INJECTED_INFO_ANNOTATION] = json.dumps(
+        {"injected": info_to_dict(info), "original": original}, sort_keys=True)
+
+
+def restore_info(job: Object) -> bool:
+    """Undo :func:`inject_info` on ``job``; returns whether anything changed.
+
+    Labels and annotations the injection added are removed (or given back their old
+    value); nodeSelector, tolerations and scheduling gates get their old value. Keys
+    added since by others (the Job controller's selector labels) are kept.
+    """
+    meta = job.get("metadata") or {}
+    annotations = meta.get("annotations") or {}
+    raw = annotations.get(INJECTED_INFO_ANNOTATION)
+    if raw is None:
+        return False
+    del annotations[INJECTED_INFO_ANNOTATION]
+    if not annotations:
+        meta.pop("annotations", None)
+    try:
+        original = json.loads(raw)["original"]
+    except (ValueError, KeyError, TypeError):
+        return True
+    tpl = (job.get("spec") or {}).get("template") or {}
+    tmeta = tpl.setdefault("metadata", {})
+    pod = tpl.setdefault("spec", {})
+    for key in ("labels", "annotations"):
+        current = tmeta.get(key) or {}
+        for k, old in (original.get(key) or {}).items():
+            if old is None:
+                current.pop(k, None)
+            else:
+                current[k] = old
+        if current:
+            tmeta[key] = current
+        else:
+            tmeta.pop(key, None)
+    for key in ("nodeSelector", "tolerations", "schedulingGates"):
+        if original.get(key) is None:
+            pod.pop(key, None)
+        else:
+            pod[key] = original[key]
+    return True
+
+
+def info_fits(template: Mapping[str, Any], info: PodSetInfo) -> None:
+    """Raise like :func:`inject_info` would if ``info`` cannot be merged into ``template``."""
+    merge_into_template(copy.deepcopy(dict(template)), info)
+
+
+__all__ = [
+    "FlowStatus",
+    "Outcome",
+    "Plan",
+    "build_child_job",
+    "find_cycle",
+    "flow_labels",
+    "info_fits",
+    "info_from_dict",
+    "info_to_dict",
+    "inject_info",
+    "injected_info",
+    "job_outcome",
+    "plan",
+    "pod_count",
+    "render_job_spec",
+    "restore_info",
+    "same_info",
+    "topological_order",
+]

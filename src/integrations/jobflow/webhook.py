@@ -1,0 +1,221 @@
+"""The validating webhooks of JobFlow and JobTemplate.
+
+A JobFlow is rejected, with apimachinery's field-error messages (one error:
+``<path>: <type>: <value>: <detail>``; several: ``[e1, e2]``), when:
+
+- it has no flow, or more than a Workload holds as PodSets (18);
+- a flow name is missing, repeated, not a DNS-1123 label, or makes an invalid child Job
+  name ``<jobflow>-<flow>`` (a DNS-1123 label: at most 63 characters);
+- a flow sets both or neither of ``jobTemplate`` and ``jobTemplateRef``, a
+  ``jobTemplateRef`` is not a valid object name, or a ``jobTemplate`` has no container;
+- a dependency names no flow (or is repeated), or the dependencies form a cycle (the
+  message spells the cycle out: ``a -> b -> a``);
+- a share volume mount names no ``spec.shareVolumes`` entry, or share volumes repeat;
+- the global labels set the labels this integration puts on child Jobs;
+- on update, the steps (``flows``, ``globalParams``, ``shareVolumes``) change once the
+  flow has started (it is not suspended, or it has Jobs).
+
+The checks are functions (:func:`validate_jobflow`, :func:`validate_jobflow_update`)
+so the Kueue adapter reuses them through ``JobWithCustomValidation``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jobframework import field
+from jobframework.field import OMIT_VALUE, ErrorList, ErrorType, FieldError, Path
+from jobframework.runtime.objects import Object, name_of
+from jobframework.validation import is_dns1123_label, is_dns1123_subdomain
+from jobframework.webhook import AdmissionRequest, ValidationError, Warnings
+
+from .api import (
+    FLOW_NAME_LABEL,
+    JOBFLOW_NAME_LABEL,
+    MAX_FLOWS,
+    JobFlowSpec,
+    State,
+    child_job_name,
+)
+from .dag import find_cycle
+
+_SPEC = Path.new("spec")
+_FLOWS = _SPEC.child("flows")
+
+
+def _validate_flow_name(path: Path, jobflow_name: str, flow_name: str) -> ErrorList:
+    errs = ErrorList()
+    if not flow_name:
+        errs.append(field.required(path))
+        return errs
+    msgs = is_dns1123_label(flow_name)
+    if msgs:
+        errs.append(field.invalid(path, flow_name, "; ".join(msgs)))
+        return errs
+    if jobflow_name:
+        child = child_job_name(jobflow_name, flow_name)
+        msgs = is_dns1123_label(child)
+        if msgs:
+            errs.append(field.invalid(
+                path, flow_name, f"the child Job name {field.go_quote(child)} is invalid: "
+                + "; ".join(msgs)))
+    return errs
+
+
+def _has_container(job_spec: Any) -> bool:
+    if not isinstance(job_spec, dict):
+        return False
+    pod = ((job_spec.get("template") or {}).get("spec") or {})
+    return bool(pod.get("containers"))
+
+
+def validate_jobflow(jobflow: Object) -> ErrorList:
+    """Every create-time rule (see the module docstring) for ``jobflow``."""
+    errs = ErrorList()
+    raw_spec = jobflow.get("spec") or {}
+    spec = JobFlowSpec.of(jobflow)
+    name = name_of(jobflow)
+    if not spec.flows:
+        errs.append(field.required(_FLOWS, "a JobFlow needs at least one flow"))
+    elif len(spec.flows) > MAX_FLOWS:
+        errs.append(FieldError(
+            ErrorType.TOO_MANY, str(_FLOWS), len(spec.flows),
+            f"must have at most {MAX_FLOWS} items: a Kueue Workload holds at most "
+            f"{MAX_FLOWS} PodSets, one per flow"))
+    share_names: set[str] = set()
+    for j, vol in enumerate(spec.share_volumes):
+        vname = str(vol.get("name") or "")
+        if vname in share_names:
+            errs.append(field.duplicate(_SPEC.child("shareVolumes").index_(j).child("name"),
+                                        vname))
+        share_names.add(vname)
+    for key in (JOBFLOW_NAME_LABEL, FLOW_NAME_LABEL):
+        if key in spec.global_params.labels:
+            errs.append(field.forbidden(
+                _SPEC.child("globalParams", "labels").key(key),
+                "this label is set by the JobFlow controller on its Jobs"))
+
+    names = {f.name for f in spec.flows}
+    seen: set[str] = set()
+    raw_flows = raw_spec.get("flows") or []
+    for i, flow in enumerate(spec.flows):
+        p = _FLOWS.index_(i)
+        errs.extend(_validate_flow_name(p.child("name"), name, flow.name))
+        if flow.name and flow.name in seen:
+            errs.append(field.duplicate(p.child("name"), flow.name))
+        seen.add(flow.name)
+        raw = raw_flows[i] if i < len(raw_flows) and isinstance(raw_flows[i], dict) else {}
+        has_inline = raw.get("jobTemplate") is not None
+        if has_inline and flow.job_template_ref:
+            errs.append(field.forbidden(p.child("jobTemplateRef"),
+                                        "may not be set together with jobTemplate"))
+        elif not has_inline and not flow.job_template_ref:
+            errs.append(field.required(p, "one of jobTemplate or jobTemplateRef is required"))
+        elif flow.job_template_ref:
+            msgs = is_dns1123_subdomain(flow.job_template_ref)
+            if msgs:
+                errs.append(field.invalid(p.child("jobTemplateRef"), flow.job_template_ref,
+                                          "; ".join(msgs)))
+        elif not _has_container(raw.get("jobTemplate")):
+            errs.append(field.required(
+                p.child("jobTemplate", "template", "spec", "containers"),
+                "a flow's Job needs at least one container"))
+        dep_seen: set[str] = set()
+        for k, dep in enumerate(flow.dependencies):
+            dp = p.child("dependencies").index_(k)
+            if dep in dep_seen:
+                errs.append(field.duplicate(dp, dep))
+            elif dep not in names:
+                errs.append(FieldError(ErrorType.NOT_FOUND, str(dp), dep,
+                                       "no flow of this JobFlow has this name"))
+            dep_seen.add(dep)
+        for k, mount in enumerate(flow.share_volume_mounts):
+            mname = str(mount.get("name") or "")
+            if mname not in share_names:
+                errs.append(FieldError(
+                    ErrorType.NOT_FOUND, str(p.child("shareVolumeMounts").index_(k).child("name")),
+                    mname, "no spec.shareVolumes entry has this name"))
+
+    cycle = find_cycle(spec.flows)
+    if cycle is not None:
+        first = next(i for i, f in enumerate(spec.flows) if f.name == cycle[0])
+        errs.append(FieldError(ErrorType.INVALID, str(_FLOWS.index_(first).child("dependencies")),
+                               OMIT_VALUE, "dependency cycle: " + " -> ".join(cycle)))
+    return errs
+
+
+def has_started(jobflow: Object) -> bool:
+    """Whether the flow's steps are fixed: it is not suspended, or it has (had) Jobs."""
+    if not JobFlowSpec.of(jobflow).suspend:
+        return True
+    status = jobflow.get("status") or {}
+    return bool(status.get("jobStatusList")) or status.get("state") not in (
+        None, "", State.PENDING.value)
+
+
+def validate_jobflow_update(old: Object, new: Object) -> ErrorList:
+    """:func:`validate_jobflow` on ``new``, plus: no step changes once ``old`` started."""
+    errs = validate_jobflow(new)
+    if has_started(old):
+        old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+        for key in ("flows", "globalParams", "shareVolumes"):
+            if (old_spec.get(key) or None) != (new_spec.get(key) or None):
+                errs.append(field.forbidden(
+                    _SPEC.child(key), "may not be changed once the JobFlow has started "
+                    "(it is not suspended or it has Jobs)"))
+    return errs
+
+
+def validate_jobtemplate(template: Object) -> ErrorList:
+    """A JobTemplate's ``spec.jobTemplate`` must have a container."""
+    job_spec = (template.get("spec") or {}).get("jobTemplate")
+    if not _has_container(job_spec):
+        return ErrorList([field.required(
+            Path.new("spec", "jobTemplate", "template", "spec", "containers"),
+            "a Job needs at least one container")])
+    return ErrorList()
+
+
+def _raise(errs: ErrorList) -> None:
+    if errs:
+        raise ValidationError(errs)
+
+
+class JobFlowWebhook:
+    """The JobFlow validator (:class:`~jobframework.webhook.CustomValidator`)."""
+
+    async def validate_create(self, obj: dict[str, Any], request: AdmissionRequest) -> Warnings:
+        """Reject a JobFlow breaking a create rule."""
+        _raise(validate_jobflow(obj))
+        return None
+
+    async def validate_update(
+        self, old: dict[str, Any], new: dict[str, Any], request: AdmissionRequest
+    ) -> Warnings:
+        """Reject an invalid JobFlow or a change to a started flow's steps."""
+        _raise(validate_jobflow_update(old, new))
+        return None
+
+    async def validate_delete(self, obj: dict[str, Any], request: AdmissionRequest) -> Warnings:
+        """Deletion is always allowed."""
+        return None
+
+
+class JobTemplateWebhook:
+    """The JobTemplate validator (:class:`~jobframework.webhook.CustomValidator`)."""
+
+    async def validate_create(self, obj: dict[str, Any], request: AdmissionRequest) -> Warnings:
+        """Reject a template without a container."""
+        _raise(validate_jobtemplate(obj))
+        return None
+
+    async def validate_update(
+        self, old: dict[str, Any], new: dict[str, Any], request: AdmissionRequest
+    ) -> Warnings:
+        """Reject a template without a container."""
+        _raise(validate_jobtemplate(new))
+        return None
+
+    async def validate_delete(self, obj: dict[str, Any], request: AdmissionRequest) -> Warnings:
+        """Deletion is always allowed (flows waiting on it report the missing template)."""
+        return None
