@@ -108,48 +108,61 @@ _TABLE_LIST_KEYS: Final[dict[str, tuple[str, ...]]] = {
 _TABLE_SETS: Final = frozenset({"finalizers"})
 # Maps whose entries are owned one by one even when their values are objects.
 _TABLE_GRANULAR: Final = frozenset({
-    "labels", "annotations", "nodeSelector", "limits", "requests", "data", "binaryData",
-    "stringData", "matchLabels", "capacity", "allocatable", "overhead",
+    "labels", "annotations", "limits", "requests", "data", "binaryData", "stringData",
+    "capacity", "allocatable", "overhead",
 })
-_TABLE_ATOMIC_MAPS: Final = frozenset({"selector", "namespaceSelector", "nodeAffinity"})
+# +mapType=atomic / +structType=atomic fields of the core API.
+_TABLE_ATOMIC_MAPS: Final = frozenset({
+    "nodeSelector", "selector", "namespaceSelector", "labelSelector", "nodeAffinity",
+    "podAffinityTerm", "matchLabelKeys",
+})
+# Lists whose merge type depends on the kind: (group, kind, field path) -> list type.
+_KIND_LISTS: Final[dict[tuple[str, str, tuple[str, ...]], str]] = {
+    ("batch", "Job", ("status", "conditions")): "atomic",
+    ("batch", "CronJob", ("status", "active")): "atomic",
+}
 
 
 class _Type:
     """How a value at some path merges: from a schema node, deduced, or the table."""
 
-    __slots__ = ("mode", "names", "node")
+    __slots__ = ("kind", "mode", "names", "node")
 
     def __init__(self, node: SchemaNode | None, names: tuple[str, ...],
-                 mode: Literal["schema", "deduced", "table"]) -> None:
+                 mode: Literal["schema", "deduced", "table"],
+                 kind: tuple[str, str] = ("", "")) -> None:
         self.node = node
         self.names = names
         self.mode = mode
+        self.kind = kind
 
     @classmethod
-    def root(cls, schema: StructuralSchema | None) -> _Type:
+    def root(cls, schema: StructuralSchema | None, obj: Mapping[str, Any] | None = None) -> _Type:
+        group = str((obj or {}).get("apiVersion") or "").rpartition("/")[0]
+        kind = (group, str((obj or {}).get("kind") or ""))
         if schema is None:
-            return cls(None, (), "table")
-        return cls(schema.root, (), "schema")
+            return cls(None, (), "table", kind)
+        return cls(schema.root, (), "schema", kind)
 
     def field(self, name: str) -> _Type:
         names = (*self.names, name)
         if name == "metadata" and (not self.names or self._embedded()):
-            return _Type(None, names, "table")
+            return _Type(None, names, "table", self.kind)
         if self.mode == "schema" and self.node is not None:
             prop = self.node.properties.get(name)
             if prop is not None:
-                return _Type(prop, names, "schema")
+                return _Type(prop, names, "schema", self.kind)
             if self.node.additional is not None:
-                return _Type(self.node.additional, names, "schema")
-            return _Type(None, names, "deduced")
-        return _Type(None, names, self.mode)
+                return _Type(self.node.additional, names, "schema", self.kind)
+            return _Type(None, names, "deduced", self.kind)
+        return _Type(None, names, self.mode, self.kind)
 
     def items(self) -> _Type:
         if self.mode == "schema":
             if self.node is not None and self.node.items is not None:
-                return _Type(self.node.items, self.names, "schema")
-            return _Type(None, self.names, "deduced")
-        return _Type(None, self.names, self.mode)
+                return _Type(self.node.items, self.names, "schema", self.kind)
+            return _Type(None, self.names, "deduced", self.kind)
+        return _Type(None, self.names, self.mode, self.kind)
 
     def _embedded(self) -> bool:
         return self.mode == "schema" and self.node is not None and self.node.embedded
@@ -181,6 +194,8 @@ class _Type:
                 return "set", ()
             return "atomic", ()
         if self.mode == "deduced" or not self.names:
+            return "atomic", ()
+        if _KIND_LISTS.get((*self.kind, self.names)) == "atomic":
             return "atomic", ()
         name = self.names[-1]
         if name in _TABLE_SETS:
@@ -392,7 +407,7 @@ def _to_set(value: Any, typ: _Type, path: FieldPath, out: set[FieldPath], strict
 def field_set(obj: Mapping[str, Any], schema: StructuralSchema | None = None) -> set[FieldPath]:
     """Every path ``obj`` sets, as the applier of ``obj`` would own it."""
     out: set[FieldPath] = set()
-    _to_set(dict(obj), _Type.root(schema), (), out, False)
+    _to_set(dict(obj), _Type.root(schema, obj), (), out, False)
     return out
 
 
@@ -854,7 +869,7 @@ def apply(
     if isinstance(applied_meta, Mapping) and applied_meta.get("managedFields") is not None:
         raise errors.BadRequest("metadata.managedFields must be nil")
     api_version = str(applied.get("apiVersion") or "")
-    root = _Type.root(schema)
+    root = _Type.root(schema, applied)
     config = _strip(applied)
     _check_typed(config, root, "patch")
     live_obj = _strip(live)
@@ -999,7 +1014,7 @@ def update_managed_fields(
             managers = {}
     if old is not None and not managers:
         return _encode(result, {})
-    root = _Type.root(schema)
+    root = _Type.root(schema, new)
     old_obj = _strip(old)
     ignored = _ignored_fields(result, old_obj, subresource, reset_fields)
     api_version = str(new.get("apiVersion") or "")

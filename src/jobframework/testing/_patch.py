@@ -290,8 +290,12 @@ def _smp_map(original: dict[str, Any], patch: dict[str, Any], keys: Mapping[str,
         return replaced
     if directive not in (None, "merge"):
         raise errors.BadRequest(f"Unknown patch type: {directive}, for map: {patch}")
-    result = copy.deepcopy(original)
     retain = patch.get(_RETAIN_KEYS)
+    if retain is not None:
+        plain = [k for k in patch if not k.startswith("$")]
+        if not isinstance(retain, list) or any(k not in retain for k in plain):
+            raise errors.BadRequest("invalid patch format of retainKeys")
+    result = copy.deepcopy(original)
     orders: dict[str, list[Any]] = {}
     for key, value in patch.items():
         if key in (_DIRECTIVE, _RETAIN_KEYS):
@@ -311,6 +315,8 @@ def _smp_map(original: dict[str, Any], patch: dict[str, Any], keys: Mapping[str,
             continue
         current = result.get(key)
         if isinstance(value, dict):
+            if key not in result and value.get(_DIRECTIVE) == "replace":
+                continue  # kube-apiserver drops a replaced map that did not exist
             merged = _smp_map(current if isinstance(current, dict) else {}, value, keys,
                               scalars)
             if merged is None:
@@ -319,29 +325,30 @@ def _smp_map(original: dict[str, Any], patch: dict[str, Any], keys: Mapping[str,
                 result[key] = merged
         elif isinstance(value, list):
             result[key] = _smp_list(key, current if isinstance(current, list) else [], value,
-                                    keys, scalars)
+                                    keys, scalars, orders.get(key))
         else:
             result[key] = copy.deepcopy(value)
     for name, order in orders.items():
-        if isinstance(result.get(name), list):
-            result[name] = _ordered(result[name], order, keys.get(name))
+        if name not in patch and isinstance(result.get(name), list):
+            result[name] = _normalize_order(result[name], [], order, result[name],
+                                            keys.get(name))
     if isinstance(retain, list):
         result = {k: v for k, v in result.items() if k in retain}
     return result
 
 
 def _smp_list(name: str, original: list[Any], patch: list[Any], keys: Mapping[str, str],
-              scalars: frozenset[str]) -> list[Any]:
+              scalars: frozenset[str], order: list[Any] | None) -> list[Any]:
     for item in patch:
         if isinstance(item, dict) and item.get(_DIRECTIVE) == "replace":
             return [_strip_directives(i) for i in patch
                     if not (isinstance(i, dict) and i.get(_DIRECTIVE) == "replace")]
     if name in scalars:
-        out = copy.deepcopy(original)
+        merged = copy.deepcopy(original)
         for value in patch:
-            if not any(json_equal(value, x) for x in out):
-                out.append(copy.deepcopy(value))
-        return out
+            if not any(json_equal(value, x) for x in merged):
+                merged.append(copy.deepcopy(value))
+        return _split_and_order(merged, patch, order, original, None)
     key = keys.get(name)
     if key is None or not all(isinstance(i, dict) for i in patch):
         return [_strip_directives(i) for i in patch]
@@ -356,28 +363,64 @@ def _smp_list(name: str, original: list[Any], patch: list[Any], keys: Mapping[st
                    if not (isinstance(x, dict) and json_equal(x.get(key), item[key]))]
             continue
         if index is None:
-            merged = _smp_map({}, item, keys, scalars)
-            if merged is not None:
-                out.append(merged)
+            merged_item = _smp_map({}, item, keys, scalars)
+            if merged_item is not None:
+                out.append(merged_item)
         else:
-            merged = _smp_map(out[index], item, keys, scalars)
-            if merged is None:
+            merged_item = _smp_map(out[index], item, keys, scalars)
+            if merged_item is None:
                 del out[index]
             else:
-                out[index] = merged
+                out[index] = merged_item
+    live = [x for x in patch if x.get(_DIRECTIVE) != "delete"]
+    return _split_and_order(out, live, order, original, key)
+
+
+def _identity(item: Any, key: str | None) -> Any:
+    return item.get(key) if key is not None and isinstance(item, dict) else item
+
+
+def _index_in(items: list[Any], item: Any, key: str | None) -> int:
+    probe = _identity(item, key)
+    for i, candidate in enumerate(items):
+        if json_equal(_identity(candidate, key), probe):
+            return i
+    return -1
+
+
+def _split_and_order(merged: list[Any], patch: list[Any], order: list[Any] | None,
+                     live: list[Any], key: str | None) -> list[Any]:
+    # mergePatchIntoOriginal: items named by the patch (or its $setElementOrder) come in
+    # that order; items only the server has keep theirs, interleaved by live position.
+    wanted = order if order is not None else patch
+    named = [x for x in merged if _index_in(wanted, x, key) >= 0]
+    server_only = [x for x in merged if _index_in(wanted, x, key) < 0]
+    return _normalize_order(named, server_only, wanted, live, key)
+
+
+def _normalize_order(named: list[Any], server_only: list[Any], wanted: list[Any],
+                     live: list[Any], key: str | None) -> list[Any]:
+    named = sorted(named, key=lambda x: _index_in(wanted, x, key))
+    server_only = sorted(server_only, key=lambda x: _index_in(live, x, key))
+    out: list[Any] = []
+    i = j = 0
+    while i < len(server_only) or j < len(named):
+        if j >= len(named):
+            out.append(server_only[i])
+            i += 1
+        elif i >= len(server_only):
+            out.append(named[j])
+            j += 1
+        else:
+            left = _index_in(live, server_only[i], key)
+            right = _index_in(live, named[j], key)
+            if left >= 0 and right >= 0 and left < right:
+                out.append(server_only[i])
+                i += 1
+            else:
+                out.append(named[j])
+                j += 1
     return out
-
-
-def _ordered(items: list[Any], order: list[Any], key: str | None) -> list[Any]:
-    def rank(item: Any) -> int:
-        probe = item.get(key) if key is not None and isinstance(item, dict) else item
-        for i, wanted in enumerate(order):
-            candidate = wanted.get(key) if key is not None and isinstance(wanted, dict) else wanted
-            if json_equal(candidate, probe):
-                return i
-        return len(order)
-
-    return sorted(items, key=rank)
 
 
 def _strip_directives(value: Any) -> Any:

@@ -243,6 +243,35 @@ class TestStatusSubresource:
         assert ".status.x" not in _owners(live)["user"]
 
 
+class TestBuiltinKinds:
+    def test_job_fields_merge_as_kube_apiserver_records_them(self) -> None:
+        # Expected fieldsV1 recorded from a local kube-apiserver for the same apply.
+        job = {"apiVersion": "batch/v1", "kind": "Job",
+               "metadata": {"name": "j", "namespace": "ns", "finalizers": ["x.io/f"]},
+               "spec": {"template": {"spec": {
+                   "containers": [{"name": "c", "image": "b", "ports": [{"containerPort": 80}],
+                                   "resources": {"requests": {"cpu": "1"}}}],
+                   "nodeSelector": {"zone": "a"},
+                   "tolerations": [{"key": "k", "operator": "Exists"}]}}}}
+        out = apply(None, job, manager="alice", force=False, now=T0)
+        assert out["metadata"]["managedFields"][0]["fieldsV1"] == {
+            "f:metadata": {"f:finalizers": {'v:"x.io/f"': {}}},
+            "f:spec": {"f:template": {"f:spec": {
+                "f:containers": {'k:{"name":"c"}': {
+                    ".": {}, "f:image": {}, "f:name": {},
+                    "f:ports": {'k:{"containerPort":80,"protocol":"TCP"}': {
+                        ".": {}, "f:containerPort": {}}},
+                    "f:resources": {"f:requests": {"f:cpu": {}}}}},
+                "f:nodeSelector": {}, "f:tolerations": {}}}}}
+
+    def test_job_conditions_are_atomic(self) -> None:
+        job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+               "status": {"conditions": [{"type": "Suspended", "status": "True"}]}}
+        out = apply(None, job, manager="c", force=False, now=T0, subresource="status")
+        assert out["metadata"]["managedFields"][0]["fieldsV1"] == {
+            "f:status": {"f:conditions": {}}}
+
+
 class TestSchemaDriven:
     SCHEMA = StructuralSchema({"type": "object", "properties": {
         "spec": {"type": "object", "properties": {

@@ -224,11 +224,13 @@ class TestStrategicMergePatch:
             {"name": "new", "image": "n:1"}]},
             "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
         out = strategic_merge_patch(self.POD, patch)
+        # Order as kube-apiserver gives it: items the patch names, in patch order, with
+        # server-only items interleaved by their live position.
         assert out["spec"]["containers"] == [
             {"name": "main", "image": "img:2",
-             "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]},
-            {"name": "side", "image": "side:1"},
-            {"name": "new", "image": "n:1"}]
+             "env": [{"name": "B", "value": "2"}, {"name": "A", "value": "1"}]},
+            {"name": "new", "image": "n:1"},
+            {"name": "side", "image": "side:1"}]
         assert out["status"]["conditions"] == [{"type": "Ready", "status": "True"}]
         assert self.POD["spec"]["containers"][0]["image"] == "img:1"
 
@@ -236,7 +238,10 @@ class TestStrategicMergePatch:
         out = strategic_merge_patch(self.POD, {"spec": {"tolerations": [{"key": "k2"}]},
                                                "metadata": {"finalizers": ["b", "a"]}})
         assert out["spec"]["tolerations"] == [{"key": "k2"}]
-        assert out["metadata"]["finalizers"] == ["a", "b"]
+        assert out["metadata"]["finalizers"] == ["b", "a"]
+        out = strategic_merge_patch({"f": ["a", "b", "c"]}, {"f": ["b", "d"]},
+                                    merge_scalar_lists=frozenset({"f"}))
+        assert out["f"] == ["a", "b", "d", "c"]
 
     def test_directives(self) -> None:
         out = strategic_merge_patch(self.POD, {
@@ -265,6 +270,10 @@ class TestStrategicMergePatch:
         assert "labels" not in out["metadata"]
         with pytest.raises(errors.BadRequest, match="merge key"):
             strategic_merge_patch(self.POD, {"spec": {"containers": [{"image": "x"}]}})
+        with pytest.raises(errors.BadRequest, match="invalid patch format of retainKeys"):
+            strategic_merge_patch(self.POD, {"metadata": {"$retainKeys": ["a"], "b": 1}})
+        assert "annotations" not in strategic_merge_patch(
+            self.POD, {"metadata": {"annotations": {"$patch": "replace", "q": "1"}}})["metadata"]
         with pytest.raises(errors.BadRequest, match="Unknown patch type"):
             strategic_merge_patch(self.POD, {"spec": {"$patch": "explode"}})
 
