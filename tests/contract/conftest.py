@@ -193,7 +193,7 @@ async def _wait_established(client: Client, name: str) -> None:
 @contextlib.asynccontextmanager
 async def _memory_backend() -> AsyncIterator[Backend]:
     clock = ManualClock()
-    server = APIServer(clock)
+    server = APIServer(clock, builtin_defaults=True)
     client = server.client()
     namespace = f"test-{secrets.token_hex(4)}"
     await client.create({"apiVersion": "v1", "kind": "Namespace",

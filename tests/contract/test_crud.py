@@ -329,3 +329,19 @@ async def test_two_controller_references_are_invalid(widgets: Backend) -> None:
     with pytest.raises(errors.Invalid) as exc:
         await widgets.client.create(cm)
     assert [c["field"] for c in exc.value.causes] == ["metadata.ownerReferences"]
+
+
+async def test_job_is_defaulted(backend: Backend) -> None:
+    job = await backend.client.create({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "job", "namespace": backend.namespace},
+        "spec": {"suspend": True, "template": {"spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.9"}]}}},
+    })
+    spec = job["spec"]
+    assert (spec["parallelism"], spec["completions"], spec["backoffLimit"]) == (1, 1, 6)
+    assert spec["completionMode"] == "NonIndexed"
+    assert spec["selector"]["matchLabels"]["batch.kubernetes.io/controller-uid"] == job[
+        "metadata"]["uid"]
+    assert spec["template"]["metadata"]["labels"]["batch.kubernetes.io/job-name"] == "job"

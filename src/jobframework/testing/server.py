@@ -29,7 +29,7 @@ from ..runtime.client.interface import (
 from ..runtime.clock import Clock, RealClock, rfc3339
 from ..runtime.objects import GVK, Object, deep_copy
 from ..runtime.selectors import FieldSelector, LabelSelector
-from . import _apply, _gc
+from . import _apply, _defaults, _gc
 from ._patch import apply_json_patch, json_equal, merge_patch
 from ._registry import (
     CRD_GVK,
@@ -119,7 +119,9 @@ class APIServer:
     injected latency (a :class:`~jobframework.runtime.clock.ManualClock` makes all of it
     deterministic). ``watch_history`` bounds the events kept per resource for watches
     that resume from a resourceVersion; ``bookmark_interval`` is the clock time between
-    BOOKMARK events on watches that allow them.
+    BOOKMARK events on watches that allow them. ``builtin_defaults`` turns on the
+    built-in defaults controllers read back (Job parallelism/completions/suspend and
+    generated selector, Pod phase; see ``_defaults``), as a real server applies them.
     """
 
     def __init__(
@@ -128,8 +130,10 @@ class APIServer:
         *,
         watch_history: int = 1000,
         bookmark_interval: float = 1.0,
+        builtin_defaults: bool = False,
     ) -> None:
         self.clock: Clock = clock or RealClock()
+        self.builtin_defaults = builtin_defaults
         self.watch_history = watch_history
         self.bookmark_interval = bookmark_interval
         self.faults = Faults(self)
@@ -419,7 +423,11 @@ class APIServer:
         """What decoding a request body does to a custom resource: prune, drop disallowed
         nulls, default (also re-run on what mutating webhooks return)."""
         schema = self._schema(info)
-        return schema.normalize(obj) if schema is not None else obj
+        if schema is not None:
+            return schema.normalize(obj)
+        if self.builtin_defaults:
+            _defaults.apply_defaults(info.gvk, obj)
+        return obj
 
     def _validate_schema(self, info: KindInfo, obj: Object) -> None:
         schema = self._schema(info)
@@ -474,6 +482,8 @@ class APIServer:
             meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = meta.get("name")
         if info.gvk == CRD_GVK:
             obj["status"] = _crd_status(obj)
+        if self.builtin_defaults:
+            _defaults.prepare_create(info.gvk, obj)
 
     def _validate_create(self, info: KindInfo, obj: Object) -> None:
         meta = _meta(obj)
@@ -848,8 +858,9 @@ class APIServer:
                 raise errors.BadRequest("the namespace of the provided object does not match "
                                         "the namespace sent on the request")
             meta["namespace"] = ns
-        config = self._decode(info, config)
         schema = self._schema(info)
+        if schema is not None:  # built-in defaults are applied to the result, unowned
+            config = schema.normalize(config)
         reset = ["status"] if info.status_subresource and not subresource else None
 
         def merge(current: Object | None) -> Object:

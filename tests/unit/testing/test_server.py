@@ -259,3 +259,51 @@ async def test_crd_update_reregisters_versions(client: InMemoryClient) -> None:
     crd["spec"]["versions"] = []
     with pytest.raises(errors.Invalid):
         await client.update(crd)
+
+
+async def test_job_defaults_and_generated_selector(server: APIServer,
+                                                   client: InMemoryClient) -> None:
+    server.builtin_defaults = True
+    job = await client.create({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "j", "namespace": "default"},
+        "spec": {"template": {"metadata": {"labels": {"app": "x"}}, "spec": {
+            "restartPolicy": "Never", "containers": [{"name": "c", "image": "i"}]}}},
+    })
+    spec = job["spec"]
+    uid = job["metadata"]["uid"]
+    assert (spec["parallelism"], spec["completions"], spec["backoffLimit"]) == (1, 1, 6)
+    assert spec["suspend"] is False
+    assert spec["completionMode"] == "NonIndexed"
+    assert spec["selector"] == {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
+    labels = spec["template"]["metadata"]["labels"]
+    assert labels["batch.kubernetes.io/job-name"] == "j"
+    assert labels["controller-uid"] == uid
+    assert job["metadata"]["labels"] == {"app": "x"}
+    # Parallelism alone leaves completions unset (a work queue).
+    other = await client.create({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "q", "namespace": "default"},
+        "spec": {"parallelism": 3, "suspend": True, "template": {"spec": {
+            "restartPolicy": "Never", "containers": [{"name": "c", "image": "i"}]}}},
+    })
+    assert other["spec"]["parallelism"] == 3
+    assert "completions" not in other["spec"]
+    assert other["spec"]["suspend"] is True
+
+
+async def test_builtin_defaults_are_opt_in(client: InMemoryClient) -> None:
+    job = await client.create({"apiVersion": "batch/v1", "kind": "Job",
+                               "metadata": {"name": "j", "namespace": "default"},
+                               "spec": {"template": {}}})
+    assert job["spec"] == {"template": {}}
+
+
+async def test_pod_starts_pending(server: APIServer, client: InMemoryClient) -> None:
+    server.builtin_defaults = True
+    pod = await client.create({"apiVersion": "v1", "kind": "Pod",
+                               "metadata": {"name": "p", "namespace": "default"},
+                               "spec": {"containers": [{"name": "c", "image": "i"}]},
+                               "status": {"phase": "Running"}})
+    assert pod["status"] == {"phase": "Pending"}
+    assert pod["spec"]["restartPolicy"] == "Always"
