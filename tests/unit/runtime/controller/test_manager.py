@@ -342,3 +342,76 @@ async def test_manager_without_leader_election_is_elected_at_once(server: APISer
         await asyncio.wait_for(late.wait(), 5)
     with pytest.raises(RuntimeError):
         await mgr.start()
+
+
+async def test_cached_client_field_index_and_uncached_kinds(server: APIServer) -> None:
+    api = server.client()
+    mgr = Manager(api, clock=server.clock, uncached=[CM])
+    client = mgr.get_client()
+    await mgr.get_cache().index_field(
+        POD, "spec.nodeName", lambda o: [o["spec"].get("nodeName", "")])
+    async with running(mgr):
+        await mgr.elected()
+        for name, node in (("a", "n1"), ("b", "n2"), ("c", "n1")):
+            p = pod(name)
+            p["spec"]["nodeName"] = node
+            await api.create(p)
+        for _ in range(200):  # the informer catches up with the creates through its watch
+            on_n1 = await client.list(POD, namespace="default",
+                                      matching_fields={"spec.nodeName": "n1"})
+            if len(on_n1.items) == 2:
+                break
+            await settle(5)
+        assert sorted(o["metadata"]["name"] for o in on_n1.items) == ["a", "c"]
+        # ConfigMaps are read from the API server: no informer is created for them.
+        await api.create({"apiVersion": "v1", "kind": "ConfigMap",
+                          "metadata": {"name": "cfg", "namespace": "default"}})
+        assert (await client.get(CM, "cfg", namespace="default"))["metadata"]["name"] == "cfg"
+        assert mgr.get_cache().informer_for(CM) is None
+        with pytest.raises(ValueError):
+            await client.list(CM, matching_fields={"x": "y"})
+
+
+async def test_channel_source_and_global_event_filter(server: APIServer) -> None:
+    from jobframework.runtime.handler import EnqueueRequestForObject
+    from jobframework.runtime.predicate import new_predicate_funcs
+    from jobframework.runtime.source import Channel, GenericEvent
+
+    mgr = Manager(server.client(), clock=server.clock)
+    rec = ScriptedReconciler()
+    external: asyncio.Queue[GenericEvent] = asyncio.Queue()
+    (ControllerBuilder(mgr).named("ext")
+     .watches_raw_source(Channel(external, EnqueueRequestForObject()))
+     .for_(JOB)
+     .with_event_filter(new_predicate_funcs(lambda o: o["metadata"]["name"] != "ignored"))
+     .complete(rec))
+    async with running(mgr):
+        await mgr.elected()
+        await server.client().create(job("ignored"))
+        await server.client().create(job("kept"))
+        external.put_nowait(GenericEvent(job("from-outside")))
+        await wait_calls(rec, 2)
+        await settle(200)
+        assert sorted(r.name for r in rec.calls) == ["from-outside", "kept"]
+
+
+async def test_graceful_shutdown_timeout_bounds_a_stuck_runnable(server: APIServer) -> None:
+    mgr = Manager(server.client(), clock=server.clock, graceful_shutdown_timeout=0.02)
+    release = asyncio.Event()
+
+    async def stubborn() -> None:
+        while True:
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                await release.wait()  # ignores cancellation until released
+                return
+
+    mgr.add(stubborn)
+    task = asyncio.create_task(mgr.start())
+    await mgr.elected()
+    await settle()
+    await asyncio.wait_for(mgr.stop(), 2)
+    await asyncio.wait_for(task, 2)
+    release.set()
+    await settle()
