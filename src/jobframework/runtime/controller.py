@@ -145,6 +145,7 @@ class Controller:
                     raise TimeoutError(
                         f"controller {self.name}: timed out waiting for cache to be synced"
                     ) from err
+            self._init_metrics()
             self.metrics.max_concurrent_reconciles.labels(self.name).set(
                 self.max_concurrent_reconciles)
             self.metrics.active_workers.labels(self.name).set(0)
@@ -158,6 +159,15 @@ class Controller:
             await asyncio.wait(workers)
         finally:
             await self._shutdown(workers)
+
+    def _init_metrics(self) -> None:
+        # Expose every series at 0 from the start, as controller-runtime's initMetrics, so
+        # rates and alerts work before the first error happens.
+        m = self.metrics
+        for result in ("error", "requeue", "requeue_after", "success"):
+            m.reconcile_total.labels(self.name, result)
+        m.reconcile_errors_total.labels(self.name)
+        m.terminal_reconcile_errors_total.labels(self.name)
 
     async def _shutdown(self, workers: Sequence[asyncio.Task[None]]) -> None:
         self._stopping = True

@@ -153,7 +153,6 @@ class LeaderElector:
         self._on_new_leader = on_new_leader
         self._rng = rng or random.Random()
         self._observed: LeaderElectionRecord | None = None
-        self._observed_rv = ""
         self._observed_time = 0.0
         self._reported_leader: str | None = None
         self._leading = False
@@ -284,8 +283,7 @@ class LeaderElector:
                 log.debug("error initially creating lease %s/%s: %s",
                           cfg.namespace, cfg.name, err)
                 return False
-            self._observe(LeaderElectionRecord.from_lease(created),
-                          resource_version_of(created))
+            self._observe(LeaderElectionRecord.from_lease(created))
             return True
         except ApiError as err:
             log.warning("error retrieving lease %s/%s: %s", cfg.namespace, cfg.name, err)
@@ -293,7 +291,7 @@ class LeaderElector:
 
         old = LeaderElectionRecord.from_lease(lease)
         if self._observed != old:
-            self._observe(old, resource_version_of(lease))
+            self._observe(old)
         is_self = old.holder_identity == self.identity
         if (
             old.holder_identity
@@ -313,7 +311,7 @@ class LeaderElector:
         except ApiError as err:
             log.debug("failed to update lease %s/%s: %s", cfg.namespace, cfg.name, err)
             return False
-        self._observe(LeaderElectionRecord.from_lease(updated), resource_version_of(updated))
+        self._observe(LeaderElectionRecord.from_lease(updated))
         return True
 
     async def release(self) -> bool:
@@ -337,7 +335,7 @@ class LeaderElector:
         except ApiError as err:
             log.error("failed to release lease %s/%s: %s", cfg.namespace, cfg.name, err)
             return False
-        self._observe(LeaderElectionRecord.from_lease(updated), resource_version_of(updated))
+        self._observe(LeaderElectionRecord.from_lease(updated))
         self._leading = False
         log.info("released lease %s/%s", cfg.namespace, cfg.name)
         return True
@@ -357,9 +355,8 @@ class LeaderElector:
             "spec": record.to_spec(),
         }
 
-    def _observe(self, record: LeaderElectionRecord, rv: str) -> None:
+    def _observe(self, record: LeaderElectionRecord) -> None:
         self._observed = record
-        self._observed_rv = rv
         self._observed_time = self.clock.monotonic()
 
     def _maybe_report_transition(self) -> None:

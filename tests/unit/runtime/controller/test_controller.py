@@ -300,3 +300,16 @@ def test_rejects_bad_options() -> None:
         Controller("", ScriptedReconciler())
     with pytest.raises(ValueError):
         Controller("x", ScriptedReconciler(), max_concurrent_reconciles=0)
+
+
+async def test_metric_series_exist_at_zero_once_started() -> None:
+    ctrl = make(ScriptedReconciler(), ManualClock())
+    assert ctrl.metrics.sample("controller_runtime_reconcile_total",
+                               {"controller": "test", "result": "error"}) is None
+    async with running(ctrl):
+        for result in ("error", "requeue", "requeue_after", "success"):
+            assert total(ctrl.metrics, result) == 0
+            assert ctrl.metrics.sample("controller_runtime_reconcile_total",
+                                       {"controller": "test", "result": result}) == 0.0
+        assert ctrl.metrics.sample("controller_runtime_reconcile_errors_total",
+                                   {"controller": "test"}) == 0.0
