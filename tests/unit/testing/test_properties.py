@@ -6,7 +6,9 @@ started at the beginning records every event. Invariants checked after every ste
 
 * every successful write returns a strictly larger resourceVersion, no-op writes none;
 * replaying the watch stream reproduces the stored objects exactly (what an informer
-  relies on), with strictly increasing resourceVersions;
+  relies on), with strictly increasing resourceVersions; so does replaying a watch with
+  a label selector for the selected objects (objects that stop matching arrive as
+  DELETED);
 * ``metadata.generation`` changes exactly when ``spec`` changes or deletion starts.
 """
 
@@ -39,17 +41,22 @@ class ServerMachine(RuleBasedStateMachine):
         self.server.register_crd(copy.deepcopy(WIDGET_CRD))
         self.client = self.server.client()
         self.events: list[WatchEvent] = []
+        self.picked: list[WatchEvent] = []
         self.last_rv = int(self.server.resource_version)
         #: name -> (spec, generation) as the model expects it.
         self.model: dict[str, tuple[dict[str, Any], int]] = {}
         stream = self.client.watch(WIDGET, resource_version=self.server.resource_version,
                                    allow_bookmarks=False)
 
-        async def consume() -> None:
-            async for event in stream:
-                self.events.append(event)
+        picked = self.client.watch(WIDGET, resource_version=self.server.resource_version,
+                                   allow_bookmarks=False, label_selector="pick=yes")
 
-        self.consumer = self.loop.create_task(consume())
+        async def consume(source: Any, into: list[WatchEvent]) -> None:
+            async for event in source:
+                into.append(event)
+
+        self.consumers = [self.loop.create_task(consume(stream, self.events)),
+                          self.loop.create_task(consume(picked, self.picked))]
         self.run(asyncio.sleep(0))
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
@@ -61,8 +68,9 @@ class ServerMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         self.server.faults.drop_watches()
         self.run(asyncio.sleep(0))
-        self.consumer.cancel()
-        self.loop.run_until_complete(asyncio.gather(self.consumer, return_exceptions=True))
+        for task in self.consumers:
+            task.cancel()
+        self.loop.run_until_complete(asyncio.gather(*self.consumers, return_exceptions=True))
         self.loop.run_until_complete(self.loop.shutdown_asyncgens())
         self.loop.close()
 
@@ -127,6 +135,18 @@ class ServerMachine(RuleBasedStateMachine):
         assert updated["spec"] == self.model[name][0]
         assert updated["metadata"]["generation"] == self.model[name][1]
 
+    @rule(name=NAMES, pick=st.booleans())
+    def relabel(self, name: str, pick: bool) -> None:
+        current = self.get(name)
+        if current is None:
+            return
+        before = (current["metadata"].get("labels") or {}).get("pick")
+        current["metadata"]["labels"] = {"pick": "yes" if pick else "no"}
+        updated = self.run(self.client.update(current))
+        if before != ("yes" if pick else "no"):
+            self.wrote(updated)
+        assert updated["metadata"]["generation"] == self.model[name][1]
+
     @rule(name=NAMES)
     def stale_update(self, name: str) -> None:
         current = self.get(name)
@@ -168,11 +188,11 @@ class ServerMachine(RuleBasedStateMachine):
             assert self.get(name) is None
             del self.model[name]
 
-    @invariant()
-    def watch_replay_matches_store(self) -> None:
+    @staticmethod
+    def replay(events: list[WatchEvent]) -> dict[str, dict[str, Any]]:
         replayed: dict[str, dict[str, Any]] = {}
         last = 0
-        for event in self.events:
+        for event in events:
             rv = int(event.object["metadata"]["resourceVersion"])
             assert rv > last
             last = rv
@@ -180,8 +200,15 @@ class ServerMachine(RuleBasedStateMachine):
                 replayed.pop(event.object["metadata"]["name"], None)
             else:
                 replayed[event.object["metadata"]["name"]] = event.object
+        return replayed
+
+    @invariant()
+    def watch_replay_matches_store(self) -> None:
         stored = {o["metadata"]["name"]: o for o in self.server.objects(WIDGET)}
-        assert replayed == stored
+        assert self.replay(self.events) == stored
+        assert self.replay(self.picked) == {
+            name: o for name, o in stored.items()
+            if (o["metadata"].get("labels") or {}).get("pick") == "yes"}
         assert set(stored) == set(self.model)
         for name, (spec, generation) in self.model.items():
             assert stored[name]["spec"] == spec
