@@ -265,7 +265,18 @@ class LeaderElector:
     # -- one round ---------------------------------------------------------------------
 
     async def try_acquire_or_renew(self) -> bool:
-        """One attempt (``tryAcquireOrRenew``): True when this candidate holds the Lease."""
+        """One attempt (``tryAcquireOrRenew``): True when this candidate holds the Lease.
+
+        Never raises: API and transport errors count as a failed attempt.
+        """
+        try:
+            return await self._try_acquire_or_renew()
+        except Exception as err:
+            log.warning("error acquiring or renewing lease %s/%s: %s",
+                        self.config.namespace, self.config.name, err)
+            return False
+
+    async def _try_acquire_or_renew(self) -> bool:
         cfg = self.config
         now = rfc3339_micro(self.clock.now())
         desired = LeaderElectionRecord(
@@ -332,7 +343,7 @@ class LeaderElector:
             if LeaderElectionRecord.from_lease(lease).holder_identity != self.identity:
                 return True
             updated = await self.client.update(self._lease(record, lease))
-        except ApiError as err:
+        except Exception as err:
             log.error("failed to release lease %s/%s: %s", cfg.namespace, cfg.name, err)
             return False
         self._observe(LeaderElectionRecord.from_lease(updated))

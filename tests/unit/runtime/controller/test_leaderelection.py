@@ -213,3 +213,34 @@ def test_config_validation() -> None:
     cfg = LeaderElectionConfig(name="x", namespace="y")
     assert (cfg.lease_duration, cfg.renew_deadline, cfg.retry_period) == (15, 10, 2)
     assert cfg.identity
+
+
+async def test_transport_errors_are_failed_attempts_not_crashes(server: APIServer) -> None:
+    clock = server.clock
+    assert isinstance(clock, ManualClock)
+    real = server.client()
+    failures = {"left": 3}
+
+    class Flaky:
+        """A client whose first few reads fail below the API (connection refused)."""
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+        async def get(self, *args: Any, **kwargs: Any) -> Any:
+            if failures["left"] > 0:
+                failures["left"] -= 1
+                raise ConnectionRefusedError("connection refused")
+            return await real.get(*args, **kwargs)
+
+    elector = LeaderElector(
+        Flaky(),  # type: ignore[arg-type]
+        LeaderElectionConfig(name="lock", namespace="default", identity="a"),
+        clock=clock, rng=random.Random(0))
+    task = asyncio.create_task(elector.run())
+    await tick(clock, 15)
+    assert failures["left"] == 0
+    assert elector.is_leader() and not task.done()
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
