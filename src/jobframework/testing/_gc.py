@@ -144,7 +144,18 @@ def collect(server: APIServer) -> bool:
                 return True
             continue
         finalizers = meta.get("finalizers") or []
-        if waiting and dependents.get(str(meta.get("uid"))):
+        own_dependents = dependents.get(str(meta.get("uid")), [])
+        if waiting and own_dependents:
+            if any(_deleting_dependents(server._store(d[0].gr).get(d[1]))
+                   for d in own_dependents):
+                # A dependent waits for its dependents too: make this object's references
+                # non-blocking first, so an ownership cycle cannot deadlock.
+                unblocked = deep_copy(obj)
+                _set_refs(unblocked, [{**r, "blockOwnerDeletion": False}
+                                      if r.get("blockOwnerDeletion") else r for r in refs])
+                if _meta(unblocked) != meta:
+                    server._write_update(info, key, obj, unblocked)
+                    obj = server._store(info.gr)[key]
             policy = PropagationPolicy.FOREGROUND
         elif FINALIZER_ORPHAN in finalizers:
             policy = PropagationPolicy.ORPHAN
@@ -155,6 +166,14 @@ def collect(server: APIServer) -> bool:
         server._delete_now(info, key, obj, policy)
         return True
     return False
+
+
+def _deleting_dependents(obj: Object | None) -> bool:
+    if obj is None:
+        return False
+    meta = _meta(obj)
+    return bool(meta.get("deletionTimestamp")) and FINALIZER_FOREGROUND in (
+        meta.get("finalizers") or [])
 
 
 def _set_refs(obj: Object, refs: list[dict[str, Any]]) -> None:

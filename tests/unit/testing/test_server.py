@@ -307,3 +307,18 @@ async def test_pod_starts_pending(server: APIServer, client: InMemoryClient) -> 
                                "status": {"phase": "Running"}})
     assert pod["status"] == {"phase": "Pending"}
     assert pod["spec"]["restartPolicy"] == "Always"
+
+
+async def test_foreground_ownership_cycle_does_not_deadlock(
+    server: APIServer, client: InMemoryClient,
+) -> None:
+    a = await client.create(widget("a"))
+    b_obj = widget("b")
+    b_obj["metadata"]["ownerReferences"] = [owner_reference(a)]
+    b = await client.create(b_obj)
+    a["metadata"]["ownerReferences"] = [owner_reference(b)]
+    await client.update(a)
+    await client.delete(WIDGET, "a", namespace="default",
+                        propagation_policy=PropagationPolicy.FOREGROUND)
+    await server.settle()
+    assert server.objects(WIDGET) == []
