@@ -357,7 +357,11 @@ async def remove_finalizer(client: Client, wl: Workload) -> bool:
     finalizers = wl.metadata.finalizers or []
     if c.RESOURCE_IN_USE_FINALIZER_NAME not in finalizers:
         return False
-    wl.metadata.finalizers = [f for f in finalizers if f != c.RESOURCE_IN_USE_FINALIZER_NAME]
+    remaining = [f for f in finalizers if f != c.RESOURCE_IN_USE_FINALIZER_NAME]
+    wl.metadata.finalizers = remaining or None
+    if not remaining:
+        # Go's omitempty: no finalizers means no field at all.
+        wl.metadata.__pydantic_fields_set__.discard("finalizers")
     stored = await client.update(wl.to_dict())
     wl.metadata.resource_version = (stored.get("metadata") or {}).get("resourceVersion")
     return True

@@ -62,7 +62,7 @@ class World:
 
     def __init__(self, **options: Any) -> None:
         self.clock = ManualClock(START)
-        self.server = APIServer(self.clock)
+        self.server = APIServer(self.clock, builtin_defaults=True)
         register_kueue_kinds(self.server)
         self.client: InMemoryClient = self.server.client()
         self.recorder = Recorder()

@@ -114,23 +114,26 @@ async def test_67_job_completion_finishes_workload() -> None:
     await w.create_workload(base_wl(admitted_at=w.ts()), owner=job)
     await w.reconcile()
     got = w.workload("wl")
-    fin = [x for x in got["status"]["conditions"] if x["type"] == "Finished"][0]
+    fin = next(x for x in got["status"]["conditions"] if x["type"] == "Finished")
     assert (fin["status"], fin["reason"], fin["message"]) == (
         "True", "Succeeded", "Job finished successfully")
     assert fin["observedGeneration"] == 1
     assert got["metadata"]["finalizers"] == [c.RESOURCE_IN_USE_FINALIZER_NAME]
-    assert w.recorder.events == [(NORMAL, "FinishedWorkload", "Workload 'ns/wl' is declared finished")]
+    assert w.recorder.events == [
+        (NORMAL, "FinishedWorkload", "Workload 'ns/wl' is declared finished")]
 
 
 async def test_40_non_matching_admitted_workload_is_deleted() -> None:
     w = await world(manage_jobs_without_queue_name=True)
     job = await w.create_job(base_job())
     await w.create_workload(base_wl(count=5, admitted_at=w.ts()), owner=job)
-    with pytest.raises(NoMatchingWorkloadsError, match="no matching workloads: deleted 1 workloads"):
+    with pytest.raises(NoMatchingWorkloadsError,
+                       match="no matching workloads: deleted 1 workloads"):
         await w.reconcile()
     await w.server.settle()
     assert w.workloads() == []
-    assert w.recorder.events == [(NORMAL, "DeletedWorkload", "Deleted not matching Workload: ns/wl")]
+    assert w.recorder.events == [
+        (NORMAL, "DeletedWorkload", "Deleted not matching Workload: ns/wl")]
 
 
 async def test_73_missing_prebuilt_workload() -> None:
