@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -12,6 +13,7 @@ from jobframework.runtime import errors
 from jobframework.runtime.cache import Backoff, DeletedFinalStateUnknown, SharedInformer
 from jobframework.runtime.client import WatchEvent
 from jobframework.runtime.objects import GVK
+from jobframework.testing import ManualClock
 
 from .conftest import CONFIGMAP, Env, Recorder, store_state
 
@@ -360,3 +362,17 @@ async def test_stop_while_retrying_is_clean(env: Env, bad: str) -> None:
     await env.run_for(2)
     await informer.stop()
     assert not informer.running
+
+
+def test_backoff_doubles_caps_jitters_and_resets() -> None:
+    clock = ManualClock()
+    backoff = Backoff(0.8, 30.0, jitter=0, reset_after=120, clock=clock)
+    assert [backoff.next() for _ in range(8)] == [0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 30.0, 30.0]
+    clock.advance(120)
+    assert backoff.next() == 30.0, "not yet quiet for longer than reset_after"
+    clock.advance(120.5)
+    assert backoff.next() == 0.8
+    jittery = Backoff(1.0, 8.0, jitter=1.0, clock=clock, rng=random.Random(7))
+    delays = [jittery.next() for _ in range(6)]
+    for delay, step in zip(delays, [1, 2, 4, 8, 8, 8], strict=True):
+        assert step <= delay <= 2 * step
