@@ -29,7 +29,16 @@ from .api import (
 )
 from .controller import JobFlowReconciler, JobTemplateReconciler, setup_controllers
 from .job import JobFlowJob
-from .setup import FRAMEWORK_NAME, JobFlowSetup, setup, setup_webhooks
+from .setup import (
+    CALLBACKS,
+    FRAMEWORK_NAME,
+    JobFlowKueueWebhook,
+    JobFlowSetup,
+    register,
+    setup,
+    setup_kueue_webhook,
+    setup_webhooks,
+)
 from .webhook import (
     JobFlowWebhook,
     JobTemplateWebhook,
@@ -40,6 +49,7 @@ from .webhook import (
 
 __all__ = [
     "API_VERSION",
+    "CALLBACKS",
     "CREATED_BY_TEMPLATE_ANNOTATION",
     "FLOW_NAME_LABEL",
     "FRAMEWORK_NAME",
@@ -55,6 +65,7 @@ __all__ = [
     "FlowPhase",
     "GlobalParams",
     "JobFlowJob",
+    "JobFlowKueueWebhook",
     "JobFlowReconciler",
     "JobFlowSetup",
     "JobFlowSpec",
@@ -65,8 +76,10 @@ __all__ = [
     "child_job_name",
     "load_crds",
     "load_samples",
+    "register",
     "setup",
     "setup_controllers",
+    "setup_kueue_webhook",
     "setup_webhooks",
     "validate_jobflow",
     "validate_jobflow_update",

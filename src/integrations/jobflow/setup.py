@@ -1,20 +1,48 @@
-"""Wiring the JobFlow integration into a manager and a webhook server."""
+"""Wiring the JobFlow integration into a manager and a webhook server.
+
+Two ways to run it:
+
+- standalone (no Kueue): :func:`setup` with ``kueue=None`` registers the DAG and
+  JobTemplate controllers and the plain validating webhooks;
+- as a Kueue *external framework* (``integrations.externalFrameworks:
+  ["JobFlow.v1alpha1.api.practice.com"]`` in Kueue's configuration): pass
+  ``kueue=ReconcilerOptions(...)``; the generic job reconciler then creates and follows
+  the JobFlow's Workload, and the JobFlow webhook becomes Kueue's base webhook (which
+  defaults ``spec.suspend`` for queued JobFlows) with the JobFlow rules as its custom
+  validation. :data:`CALLBACKS` / :func:`register` offer the same to an
+  :class:`~jobframework.integrations.IntegrationManager`.
+"""
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 import attrs
 
+from jobframework.base_webhook import BaseWebhook, setup_base_webhook
+from jobframework.indexer import setup_workload_owner_index
+from jobframework.integrations import (
+    DEFAULT_INTEGRATION_MANAGER,
+    IntegrationCallbacks,
+    IntegrationManager,
+)
+from jobframework.reconciler import (
+    GenericReconciler,
+    ReconcilerOptions,
+    new_generic_reconciler_factory,
+)
 from jobframework.runtime.manager import Manager
 from jobframework.webhook import WebhookBuilder, WebhookServer
 
 from .api import JOBFLOW_GVK, JOBTEMPLATE_GVK
 from .controller import JobFlowReconciler, JobTemplateReconciler, setup_controllers
+from .job import JobFlowJob
 from .webhook import JobFlowWebhook, JobTemplateWebhook
 
 #: The name Kueue's configuration uses for this kind in ``integrations.externalFrameworks``.
 FRAMEWORK_NAME: Final = f"{JOBFLOW_GVK.kind}.{JOBFLOW_GVK.version}.{JOBFLOW_GVK.group}"
+#: The reporting controller of the Kueue-side events.
+KUEUE_CONTROLLER_NAME: Final = "jobflow-kueue-controller"
 
 
 @attrs.frozen
@@ -23,19 +51,81 @@ class JobFlowSetup:
 
     jobflow_reconciler: JobFlowReconciler
     jobtemplate_reconciler: JobTemplateReconciler
+    kueue_reconciler: GenericReconciler | None = None
     webhook_paths: tuple[str, ...] = ()
 
 
-def setup_webhooks(server: WebhookServer) -> list[str]:
-    """Serve the JobFlow and JobTemplate validators; returns the paths registered."""
-    paths = WebhookBuilder(server).for_(JOBFLOW_GVK).with_validator(JobFlowWebhook()).complete()
-    paths += WebhookBuilder(server).for_(JOBTEMPLATE_GVK) \
+class JobFlowKueueWebhook(BaseWebhook):
+    """Kueue's base webhook for JobFlows: queue and suspend defaulting, Kueue's rules and
+    the JobFlow rules (through ``JobFlowJob``'s custom validation)."""
+
+    def __init__(self, client: Any, **options: Any) -> None:
+        super().__init__(JobFlowJob, client, **options)
+
+
+def _jobtemplate_webhook(server: WebhookServer) -> list[str]:
+    return WebhookBuilder(server).for_(JOBTEMPLATE_GVK) \
         .with_validator(JobTemplateWebhook()).complete()
-    return paths
 
 
-async def setup(mgr: Manager, *, webhook_server: WebhookServer | None = None) -> JobFlowSetup:
-    """Register the indexes, the DAG and JobTemplate controllers, and the webhooks."""
+def setup_webhooks(server: WebhookServer) -> list[str]:
+    """Serve the standalone JobFlow and JobTemplate validators; returns the paths."""
+    paths = WebhookBuilder(server).for_(JOBFLOW_GVK).with_validator(JobFlowWebhook()).complete()
+    return paths + _jobtemplate_webhook(server)
+
+
+def setup_kueue_webhook(server: WebhookServer, client: Any = None, **options: Any) -> list[str]:
+    """Serve the Kueue JobFlow webhook (mutating and validating) and the JobTemplate one."""
+    paths = setup_base_webhook(server, JOBFLOW_GVK, JobFlowKueueWebhook(client, **options))
+    return paths + _jobtemplate_webhook(server)
+
+
+async def setup_indexes(indexer: Any) -> None:
+    """The Workload owner index for JobFlows (the generic reconciler's lookup)."""
+    await setup_workload_owner_index(indexer, JOBFLOW_GVK)
+
+
+#: The integration as an external framework registers it.
+CALLBACKS: Final = IntegrationCallbacks(
+    new_job=JobFlowJob,
+    new_reconciler=new_generic_reconciler_factory(JobFlowJob),
+    setup_webhook=setup_kueue_webhook,
+    job_type=JOBFLOW_GVK,
+    setup_indexes=setup_indexes,
+)
+
+
+def register(manager: IntegrationManager | None = None) -> None:
+    """Register the framework with ``manager`` (default: the process-wide one), once."""
+    target = manager or DEFAULT_INTEGRATION_MANAGER
+    if target.get_integration(FRAMEWORK_NAME) is None:
+        target.register_integration(FRAMEWORK_NAME, CALLBACKS)
+
+
+async def setup(
+    mgr: Manager,
+    *,
+    webhook_server: WebhookServer | None = None,
+    kueue: ReconcilerOptions | None = None,
+) -> JobFlowSetup:
+    """Register the indexes, the DAG and JobTemplate controllers and the webhooks; with
+    ``kueue`` options also the generic reconciler that queues JobFlows in Kueue."""
     flows, templates = await setup_controllers(mgr)
-    paths = setup_webhooks(webhook_server) if webhook_server is not None else []
-    return JobFlowSetup(flows, templates, tuple(paths))
+    kueue_reconciler: GenericReconciler | None = None
+    paths: list[str] = []
+    if kueue is not None:
+        await setup_indexes(mgr.get_cache())
+        factory = new_generic_reconciler_factory(JobFlowJob)
+        kueue_reconciler = factory(mgr.get_client(), mgr.get_cache(),
+                                   mgr.get_event_recorder_for(KUEUE_CONTROLLER_NAME), kueue)
+        kueue_reconciler.setup_with_manager(mgr)
+        if webhook_server is not None:
+            paths = setup_kueue_webhook(
+                webhook_server, mgr.get_client(),
+                integration_manager=kueue.integration_manager,
+                manage_jobs_without_queue_name=kueue.manage_jobs_without_queue_name,
+                managed_jobs_namespace_selector=kueue.managed_jobs_namespace_selector,
+                features=kueue.features)
+    elif webhook_server is not None:
+        paths = setup_webhooks(webhook_server)
+    return JobFlowSetup(flows, templates, kueue_reconciler, tuple(paths))

@@ -10,6 +10,8 @@ import copy
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import attrs
+
 from integrations.jobflow import JOB_GVK, JOBFLOW_GVK
 from integrations.jobflow.controller import (
     CREATED_BY_TEMPLATE_INDEX,
@@ -50,10 +52,11 @@ class IndexedClient:
                    matching_fields: Mapping[str, str] | None = None) -> ObjectList:
         self.lists.append((gvk, namespace, dict(matching_fields or {}) or None))
         out = await self.api.list(gvk, namespace=namespace)
+        items = out.items
         for index, value in (matching_fields or {}).items():
             fn = self.indexes[(gvk, index)]
-            out.items = [o for o in out.items if value in fn(o)]
-        return out
+            items = [o for o in items if value in fn(o)]
+        return attrs.evolve(out, items=items)
 
 
 class FakeRecorder:
