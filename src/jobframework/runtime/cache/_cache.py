@@ -341,8 +341,8 @@ class Cache:
                 raise ResourceNotCached(f"{gvk} is not cached and the cache may not add it")
             entry = await self._entry(gvk)
         if not entry.public.has_synced():
-            if not self._started:
-                raise CacheNotStarted(f"the cache is not started, cannot read {gvk}")
+            if not self._started or self._stopped:
+                raise CacheNotStarted(f"the cache is not running, cannot read {gvk}")
             if not await entry.public.wait_for_sync():
                 raise CacheNotStarted(f"the informer for {gvk} stopped before it synced")
         return entry

@@ -274,3 +274,6 @@ async def test_run_stops_informers_when_cancelled(env: Env) -> None:
     assert isinstance(informer, SharedInformer) and not informer.running
     with pytest.raises(RuntimeError):
         cache.start()
+    # A kind first read after the cache stopped can never sync: fail, do not hang.
+    with pytest.raises(CacheNotStarted):
+        await asyncio.wait_for(cache.list(NAMESPACE), 1)
