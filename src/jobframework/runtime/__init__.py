@@ -1,6 +1,73 @@
 """The controller runtime: what Kueue's reconcilers get from controller-runtime, in asyncio.
 
-Subpackages, lowest layer first: :mod:`.client` (API access), :mod:`.cache` (informers,
-indexers, cache-backed reader), :mod:`.workqueue`, :mod:`.controller` / :mod:`.manager`
-(builder, leader election, health, metrics), :mod:`.events` (event recorder).
+Layers, lowest first (a module imports only from layers below it):
+
+- :mod:`.client` — the :class:`~.client.Client` protocol; :class:`~.client.rest.RestClient`
+  for a real API server (kubernetes-asyncio auth and transport, raw JSON), discovery;
+- :mod:`.cache` — reflectors, informers, indexers, the cache-backed reader;
+- :mod:`.workqueue` — the rate-limited work queue;
+- :mod:`.controller`, :mod:`.builder`, :mod:`.manager` — controllers, the builder, the
+  manager with :mod:`.leaderelection`, :mod:`.healthz` and :mod:`.metrics`;
+- :mod:`.events` — the events.k8s.io/v1 recorder.
+
+The names most programs need are re-exported here; see ``docs/runtime.md``.
 """
+
+from .builder import ControllerBuilder
+from .clock import Clock, ManualClock, RealClock
+from .errors import (
+    AlreadyExists,
+    ApiError,
+    Conflict,
+    Forbidden,
+    Gone,
+    Invalid,
+    NotFound,
+)
+from .events import EventRecorder
+from .handler import EnqueueRequestForObject, EnqueueRequestForOwner, EnqueueRequestsFromMapFunc
+from .leaderelection import LeaderElectionConfig
+from .manager import LeaderElectionLost, Manager
+from .objects import GVK, GVR, GroupVersionKind, GroupVersionResource, Object, ObjectKey
+from .predicate import (
+    AnnotationChangedPredicate,
+    GenerationChangedPredicate,
+    LabelChangedPredicate,
+    ResourceVersionChangedPredicate,
+)
+from .reconcile import Reconciler, Request, Result, TerminalError
+
+__all__ = [
+    "GVK",
+    "GVR",
+    "AlreadyExists",
+    "AnnotationChangedPredicate",
+    "ApiError",
+    "Clock",
+    "Conflict",
+    "ControllerBuilder",
+    "EnqueueRequestForObject",
+    "EnqueueRequestForOwner",
+    "EnqueueRequestsFromMapFunc",
+    "EventRecorder",
+    "Forbidden",
+    "GenerationChangedPredicate",
+    "Gone",
+    "GroupVersionKind",
+    "GroupVersionResource",
+    "Invalid",
+    "LabelChangedPredicate",
+    "LeaderElectionConfig",
+    "LeaderElectionLost",
+    "Manager",
+    "ManualClock",
+    "NotFound",
+    "Object",
+    "ObjectKey",
+    "RealClock",
+    "Reconciler",
+    "Request",
+    "ResourceVersionChangedPredicate",
+    "Result",
+    "TerminalError",
+]

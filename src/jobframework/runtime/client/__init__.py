@@ -18,6 +18,7 @@ from .interface import (
     WatchEvent,
     WatchEventType,
 )
+from .rest import RestClient
 
 __all__ = [
     "Client",
@@ -29,6 +30,7 @@ __all__ = [
     "RESTMapper",
     "RESTMapping",
     "Reader",
+    "RestClient",
     "Selector",
     "WatchEvent",
     "WatchEventType",
