@@ -180,7 +180,16 @@ class BatchJob(GenericJob):
             self.spec["parallelism"] = info.count
             if self.sync_completion_with_parallelism():
                 self.spec["completions"] = info.count
-        merge_into_template(self._template(), info, features=self.features)
+        try:
+            merge_into_template(self._template(), info, features=self.features)
+        finally:
+            self._drop_empty_template_metadata()
+
+    def _drop_empty_template_metadata(self) -> None:
+        # The podset helpers create ``metadata`` on demand; an empty one is no change.
+        template = self._template()
+        if template.get("metadata") == {}:
+            del template["metadata"]
 
     def restore_pod_sets_info(self, pod_sets_info: Sequence[PodSetInfo]) -> bool:
         """Put back the templates (and parallelism) the Workload stored."""
@@ -197,7 +206,9 @@ class BatchJob(GenericJob):
         for key in MANAGED_LABELS:
             if key in labels:
                 info.add_or_update_label(key, labels[key])
-        return restore_pod_spec(self._template(), info) or changed
+        changed = restore_pod_spec(self._template(), info) or changed
+        self._drop_empty_template_metadata()
+        return changed
 
     def finished(self) -> FinishedResult:
         """The first ``Complete`` or ``Failed`` condition that is True."""
