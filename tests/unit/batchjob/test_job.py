@@ -1,4 +1,4 @@
-"""Kueue's job_controller_test.go GenericJob method tests for batch/v1 Job (§2, J1–J51)."""
+"""Kueue's job_controller_test.go GenericJob method tests for batch/v1 Job (§2, J1-J51)."""
 
 from __future__ import annotations
 
