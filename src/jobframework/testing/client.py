@@ -101,11 +101,28 @@ class InMemoryClient:
         allow_bookmarks: bool = True,
         timeout_seconds: int | None = None,
     ) -> AsyncIterator[WatchEvent]:
-        """Stream changes after ``resource_version`` (see :class:`APIServer` for details)."""
+        """Stream changes after ``resource_version`` (see :class:`APIServer` for details).
+
+        Like a request over HTTP, nothing happens until the stream is iterated: an unknown
+        kind, a bad selector or an expired resourceVersion raise on the first ``__anext__``.
+        """
+        return self._watch(gvk, namespace, label_selector, field_selector, resource_version,
+                           allow_bookmarks, timeout_seconds)
+
+    async def _watch(
+        self, gvk: GVK, namespace: str | None, label_selector: Selector,
+        field_selector: FieldSel, resource_version: str | None, allow_bookmarks: bool,
+        timeout_seconds: int | None,
+    ) -> AsyncIterator[WatchEvent]:
         info = self._kind(gvk)
-        return self.server._watch(info, self._namespace(info, namespace),
-                                  _labels(label_selector), _fields(field_selector),
-                                  resource_version, allow_bookmarks, timeout_seconds)
+        stream = self.server._watch(info, self._namespace(info, namespace),
+                                    _labels(label_selector), _fields(field_selector),
+                                    resource_version, allow_bookmarks, timeout_seconds)
+        try:
+            async for event in stream:
+                yield event
+        finally:
+            await stream.aclose()
 
     async def create(
         self, obj: Object, *, field_manager: str | None = None, dry_run: bool = False

@@ -15,7 +15,7 @@ import asyncio
 import random
 import re
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..runtime import errors
@@ -621,7 +621,7 @@ class APIServer:
         self, info: KindInfo, namespace: str | None, labels: LabelSelector,
         fields: FieldSelector, resource_version: str | None, allow_bookmarks: bool,
         timeout_seconds: int | None,
-    ) -> AsyncIterator[WatchEvent]:
+    ) -> AsyncGenerator[WatchEvent, None]:
         await self.faults.before("watch", info.gvk, info.plural, namespace, None)
         watcher = Watcher(info, namespace if info.namespaced else None, labels, fields)
         if self.faults._take_watch_expiry():

@@ -322,3 +322,24 @@ async def test_foreground_ownership_cycle_does_not_deadlock(
                         propagation_policy=PropagationPolicy.FOREGROUND)
     await server.settle()
     assert server.objects(WIDGET) == []
+
+
+async def test_watch_errors_surface_on_iteration(server: APIServer,
+                                                 client: InMemoryClient) -> None:
+    stream = client.watch(GVK("x.io", "v1", "Nope"))  # nothing raised yet
+    with pytest.raises(LookupError):
+        await stream.__anext__()
+    server.faults.expire_next_watch()
+    stream = client.watch(CONFIGMAP, resource_version=server.resource_version)
+    assert server.faults._expire_watches == 1  # not consumed before iteration
+    with pytest.raises(errors.Gone):
+        await stream.__anext__()
+
+
+async def test_closing_a_watch_unsubscribes(server: APIServer, client: InMemoryClient) -> None:
+    stream = client.watch(CONFIGMAP, resource_version=server.resource_version)
+    await client.create(configmap("a"))
+    assert (await stream.__anext__()).type == "ADDED"
+    assert len(server._watchers) == 1
+    await stream.aclose()  # type: ignore[attr-defined]
+    assert len(server._watchers) == 0
