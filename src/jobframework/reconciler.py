@@ -277,6 +277,9 @@ async def job_pod_sets(
 ) -> list[PodSet]:
     """``job.pod_sets()`` with env vars de-duplicated (``JobPodSets``)."""
     pod_sets = [ps.model_copy(deep=True) for ps in await job.pod_sets(client)]
+    for ps in pod_sets:
+        # ``template`` is required in the Workload API: always serialize it.
+        ps.template = ps.template
     sanitize_pod_sets(pod_sets)
     if not features.enabled(FeatureGate.PARTIAL_ADMISSION):
         for ps in pod_sets:
