@@ -550,8 +550,10 @@ def _trie(paths: Iterable[FieldPath]) -> dict[PathElement, Any]:
 
 
 def _remove(value: Any, trie: Mapping[Any, Any], typ: _Type) -> Any:
-    # Drop every path of the trie (with its subtree) from value; returns a new value.
-    if isinstance(value, dict):
+    # Drop every path of the trie (with its subtree) from value; returns a new value. As
+    # structured-merge-diff's removingWalker, a map or list emptied by the removal becomes
+    # null (the apiserver then rejects it unless the schema allows null).
+    if isinstance(value, dict) and value:
         out: dict[str, Any] = {}
         for key, child in value.items():
             sub = trie.get(("f", key))
@@ -561,8 +563,8 @@ def _remove(value: Any, trie: Mapping[Any, Any], typ: _Type) -> Any:
                 continue
             else:
                 out[key] = _remove(child, sub, typ.field(key))
-        return out
-    if isinstance(value, list):
+        return out if out else None
+    if isinstance(value, list) and value:
         kind, _ = typ.list_kind()
         if kind == "atomic":
             return value
@@ -573,7 +575,7 @@ def _remove(value: Any, trie: Mapping[Any, Any], typ: _Type) -> Any:
                 result.append(item)
             elif _END not in sub:
                 result.append(_remove(item, sub, typ.items()))
-        return result
+        return result if result else None
     return value
 
 
@@ -799,8 +801,31 @@ def _identifier_json(entry: ManagedEntry) -> dict[str, str]:
     return out
 
 
+def _element_order(element: PathElement) -> tuple[int, str]:
+    # fieldpath.PathElement ordering: field names, then keys, values, indexes.
+    rank = {"f": 0, "k": 1, "v": 2, "i": 3}.get(element[0], 4)
+    value = element[1]
+    return rank, (f"{value:012d}" if isinstance(value, int) else str(value))
+
+
 def _sorted_paths(paths: Iterable[FieldPath]) -> list[FieldPath]:
-    return sorted(paths, key=lambda p: [_serialize_element(e) for e in p])
+    # fieldpath.Set.Iterate: at every node its members first, then its children, each in
+    # element order (so .status.phase comes before .status.conditions[...].status).
+    trie = _trie(paths)
+    out: list[FieldPath] = []
+
+    def walk(node: Mapping[Any, Any], prefix: FieldPath) -> None:
+        elements = sorted((e for e in node if e != _END), key=_element_order)
+        for element in elements:
+            if _END in node[element]:
+                out.append((*prefix, element))
+        for element in elements:
+            children = [e for e in node[element] if e != _END]
+            if children:
+                walk(node[element], (*prefix, element))
+
+    walk(trie, ())
+    return out
 
 
 def _typed_error(obj: Mapping[str, Any], which: str, exc: _ApplyError,
@@ -880,7 +905,7 @@ def apply(
         raise errors.InternalError(f"failed to decode managed fields: {exc}", reason="") from exc
     sub = subresource or ""
 
-    if live is not None and not managers and _strip_meta_view(live_obj):
+    if live is not None and not managers:
         # The first apply to an untracked object: what exists belongs to before-first-apply.
         managers = _updated_managers({}, {}, live_obj, root, BEFORE_FIRST_APPLY, api_version,
                                      now, sub, ignored)
@@ -894,7 +919,7 @@ def apply(
 
     merged = _merge(live_obj, config, root)
     _reset(merged, live_obj, ignored)
-    merged = _prune_unapplied(merged, managers, key, last, root)
+    merged = _prune_unapplied(merged, managers, last, root)
 
     cmp = _Comparison()
     _compare(live_obj, merged, root, (), cmp)
@@ -925,27 +950,37 @@ def apply(
     return _encode(result, managers)
 
 
-def _strip_meta_view(obj: Mapping[str, Any]) -> bool:
-    # Whether the object has anything a manager could own.
-    return bool(_filtered(field_set(obj), frozenset()))
-
-
-def _prune_unapplied(merged: dict[str, Any], managers: _Managers, key: tuple[str, str, str, str],
-                     last: set[FieldPath], root: _Type) -> dict[str, Any]:
-    # Remove what this manager applied last time and not this time, unless any manager
-    # (this one included) still owns it (merge.Updater.prune).
+def _prune_unapplied(merged: dict[str, Any], managers: _Managers, last: set[FieldPath],
+                     root: _Type) -> dict[str, Any]:
+    # merge.Updater.prune, step by step: remove everything this manager applied last time,
+    # add back what any manager (this one's new config included) owns, then make sure only
+    # fields from the last applied set went away. Paths no manager may own (metadata.name,
+    # uid, ...) are never removed.
     if not last:
         return merged
-    owned: set[FieldPath] = set()
+
+    def owned_set(obj: Any) -> set[FieldPath]:
+        out: set[FieldPath] = set()
+        if isinstance(obj, dict):
+            _to_set(obj, root, (), out, False)
+        return _ensure_named(out, root)
+
+    def remove(paths: set[FieldPath]) -> dict[str, Any]:
+        paths = paths - _STRIP
+        if not paths:
+            return copy.deepcopy(merged)
+        result = _remove(merged, _trie(paths), root)
+        return result if isinstance(result, dict) else {}
+
+    last_e = _ensure_named(last, root)
+    managed: set[FieldPath] = set()
     for entry in managers.values():
-        owned |= entry.fields
-    owned = _ensure_named(owned, root)
-    dropped = _ensure_named(last, root) - owned - _STRIP
-    if not dropped:
-        return merged
-    result = _remove(merged, _trie(dropped), root)
-    assert isinstance(result, dict)
-    return result
+        managed |= entry.fields
+    managed_e = _ensure_named(managed, root)
+    merged_set = owned_set(merged)
+    pruned = remove(last_e)
+    pruned = remove(merged_set - (owned_set(pruned) | managed_e))
+    return remove((merged_set - owned_set(pruned)) & last_e)
 
 
 def _updated_managers(managers: _Managers, old: Mapping[str, Any], new: Mapping[str, Any],

@@ -363,14 +363,31 @@ class StructuralSchema:
 
     # ---------------------------------------------------------------- validation
 
-    def validate(self, obj: Mapping[str, Any]) -> list[Cause]:
+    def validate(self, obj: Mapping[str, Any], *, subresource: str | None = None) -> list[Cause]:
         """Validation causes for ``obj``; empty when valid.
 
         Messages are kube-apiserver's, e.g. for ``spec.replicas: "x"`` on an integer field:
         ``{"reason": "FieldValueTypeInvalid", "field": "spec.replicas", "message":
         'Invalid value: "string": spec.replicas in body must be of type integer: "string"'}``.
+
+        ``subresource="status"`` validates a status write as the status strategy does:
+        only ``status``, against its own schema, so messages name fields relative to it
+        (``conditions[0].type in body ...``) while causes carry the full field path.
+        Validation ratcheting (ignoring errors in fields an update left unchanged) is not
+        implemented.
         """
         causes: list[Cause] = []
+        if subresource == "status":
+            node = self.root.properties.get("status")
+            if node is not None and "status" in obj:
+                found: list[Cause] = []
+                self._validate(obj["status"], node, "", found)
+                for cause in found:
+                    name = cause["field"]
+                    cause["field"] = "status" if name == _NIL_PATH else f"status.{name}"
+                causes.extend(found)
+            _validate_lists(obj, self.root, "", causes)
+            return causes
         self._validate(obj, self.root, "", causes)
         _validate_embedded(obj, self.root, "", causes, root=True)
         _validate_lists(obj, self.root, "", causes)
