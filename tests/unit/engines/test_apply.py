@@ -148,6 +148,20 @@ class TestConflicts:
             f'conflicts with "ann" using {API}:\n- .spec.c\n'
             'conflicts with "zed":\n- .spec.a\n- .spec.b')
 
+    def test_conflicting_paths_listed_members_first(self) -> None:
+        # fieldpath.Set order, as kube-apiserver lists them: a node's own members before
+        # the paths below its children.
+        live = apply(None, _cfg(status={"phase": "A", "conditions": [
+            {"type": "Z", "status": "True"}]}), manager="a", force=False, now=T0,
+            subresource="status")
+        with pytest.raises(errors.Conflict) as info:
+            apply(live, _cfg(status={"phase": "B", "conditions": [
+                {"type": "Z", "status": "False"}]}), manager="c", force=False, now=T1,
+                subresource="status")
+        assert info.value.message == (
+            'Apply failed with 2 conflicts: conflicts with "a" with subresource "status":\n'
+            '- .status.phase\n- .status.conditions[type="Z"].status')
+
     def test_subresource_named_in_conflict(self) -> None:
         live = apply(None, _cfg({"a": 1}), manager="m", force=False, now=T0)
         live = apply(live, _cfg(status={"phase": "x"}), manager="kueue", force=False, now=T0,

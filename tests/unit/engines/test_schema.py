@@ -244,6 +244,19 @@ class TestValidateMessages:
                                "'[a-z]([-a-z0-9]*[a-z0-9])?')")
         assert messages[1] == 'Invalid value: "a/b/c": unexpected GroupVersion string: a/b/c'
 
+    def test_status_subresource_validates_status_alone(self, schema: StructuralSchema) -> None:
+        # The status strategy validates status with its own schema under field path
+        # "status": messages name fields relative to it (as kube-apiserver prints them).
+        obj = _obj(replicas="bad")
+        obj["status"] = {"conditions": [{"type": 5}]}
+        assert schema.validate(obj, subresource="status") == [{
+            "reason": "FieldValueTypeInvalid", "field": "status.conditions[0].type",
+            "message": 'Invalid value: "integer": conditions[0].type in body must be of type '
+                       'string: "integer"'}]
+        obj["status"] = None
+        assert schema.validate(obj, subresource="status")[0]["message"] == (
+            'Invalid value: "null":  in body must be of type object: "null"')
+
     def test_causes_build_the_apiserver_message(self, schema: StructuralSchema) -> None:
         causes = schema.validate(_obj(replicas="3"))
         err = errors.new_invalid("Thing", "t", causes, group="x.io")
