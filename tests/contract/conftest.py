@@ -5,7 +5,9 @@ Every test here takes the ``backend`` fixture and talks to it only through
 :class:`Backend`. The tests assert only what a real kube-apiserver does too, so the same
 suite runs against the in-memory server, the HTTP front over it, and a real cluster.
 
-Backends are named in :data:`BACKENDS`; only ``"memory"`` exists today. To add one:
+Backends are named in :data:`BACKENDS`: ``"memory"`` (the in-memory client) and
+``"http"`` (the REST client through ``jobframework.testing.http`` to the same server).
+To add one:
 
 1. write an async context manager ``_<name>_backend()`` that yields a :class:`Backend`
    (a client on the backend, a fresh namespace created for the test, ``install_crd`` that
@@ -15,7 +17,6 @@ Backends are named in :data:`BACKENDS`; only ``"memory"`` exists today. To add o
 3. if it needs an external process (``"cluster"``), mark the parameter with
    ``pytest.mark.cluster`` in :func:`_params` so the default run deselects it.
 
-``"http"`` will be ``APIServer`` behind ``jobframework.testing.http`` with the REST client;
 ``"cluster"`` will be the real control plane of ``jobframework.testing.cluster``, where
 ``settle`` cannot know what to wait for: tests therefore check asynchronous outcomes with
 :meth:`Backend.eventually`, which retries an assertion (after ``settle``) until it holds.
@@ -154,13 +155,13 @@ class Backend:
         self, check: Callable[[], Awaitable[None]], *, attempts: int = 50,
         delay: float = 0.1,
     ) -> None:
-        """Retry ``check`` (an assertion) after settling until it passes."""
+        """Retry ``check`` (assertions, ``pytest.raises``) after settling until it passes."""
         for attempt in range(attempts):
             await self.settle()
             try:
                 await check()
                 return
-            except AssertionError:
+            except (AssertionError, pytest.fail.Exception):
                 if attempt == attempts - 1:
                     raise
                 if self.name != "memory":
@@ -214,8 +215,37 @@ async def _memory_backend() -> AsyncIterator[Backend]:
     yield Backend("memory", client, namespace, install_crd, server.settle, advance)
 
 
+@contextlib.asynccontextmanager
+async def _http_backend() -> AsyncIterator[Backend]:
+    from jobframework.testing.http import serve_http
+
+    clock = ManualClock()
+    server = APIServer(clock, builtin_defaults=True)
+    async with await serve_http(server) as front, front.client() as client:
+        namespace = f"test-{secrets.token_hex(4)}"
+        await client.create({"apiVersion": "v1", "kind": "Namespace",
+                             "metadata": {"name": namespace}})
+
+        async def install_crd(manifest: dict[str, Any]) -> None:
+            await client.create(manifest)
+            await _wait_established(client, manifest["metadata"]["name"])
+
+        async def settle() -> None:
+            await server.settle()
+            await asyncio.sleep(0.005)  # let loopback traffic through
+
+        async def advance(seconds: float) -> None:
+            steps = max(1, int(seconds * 10))
+            for _ in range(steps):
+                clock.advance(seconds / steps)
+                await asyncio.sleep(0.002)
+
+        yield Backend("http", client, namespace, install_crd, settle, advance)
+
+
 _FACTORIES: dict[str, Callable[[], contextlib.AbstractAsyncContextManager[Backend]]] = {
     "memory": _memory_backend,
+    "http": _http_backend,
 }
 BACKENDS = list(_FACTORIES)
 

@@ -215,18 +215,34 @@ async def test_deleting_namespace_removes_its_content(widgets: Backend) -> None:
     ns = f"{widgets.namespace}-gone"
     await widgets.client.create({"apiVersion": "v1", "kind": "Namespace",
                                  "metadata": {"name": ns}})
-    cm = widgets.configmap("inside")
-    cm["metadata"]["namespace"] = ns
-    await widgets.client.create(cm)
+    held = widgets.configmap("held")
+    held["metadata"]["namespace"] = ns
+    held["metadata"]["finalizers"] = [FINALIZER]
+    await widgets.client.create(held)
+    plain = widgets.configmap("plain")
+    plain["metadata"]["namespace"] = ns
+    await widgets.client.create(plain)
     await widgets.client.delete(NAMESPACE, ns)
+
+    async def content_deleting() -> None:
+        with pytest.raises(errors.NotFound):
+            await widgets.client.get(CONFIGMAP, "plain", namespace=ns)
+        obj = await widgets.client.get(CONFIGMAP, "held", namespace=ns)
+        assert obj["metadata"].get("deletionTimestamp")
+
+    await widgets.eventually(content_deleting, attempts=300)
     terminating = await widgets.client.get(NAMESPACE, ns)
     assert terminating["metadata"].get("deletionTimestamp")
     assert terminating["status"]["phase"] == "Terminating"
+    with pytest.raises(errors.Forbidden):
+        await widgets.client.create(dict(widgets.configmap("late"),
+                                         metadata={"name": "late", "namespace": ns}))
+    obj = await widgets.client.get(CONFIGMAP, "held", namespace=ns)
+    obj["metadata"]["finalizers"] = []
+    await widgets.client.update(obj)
 
     async def namespace_gone() -> None:
         with pytest.raises(errors.NotFound):
             await widgets.client.get(NAMESPACE, ns)
 
     await widgets.eventually(namespace_gone, attempts=300)
-    with pytest.raises(errors.NotFound):
-        await widgets.client.get(CONFIGMAP, "inside", namespace=ns)
