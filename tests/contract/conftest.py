@@ -13,9 +13,12 @@ To add one:
    (a client on the backend, a fresh namespace created for the test, ``install_crd`` that
    creates a CRD through the client and waits until it is ``Established`` *and* served,
    ``settle`` that waits for asynchronous effects, ``advance`` that lets clock time pass);
-2. add it to :data:`_FACTORIES` and its name to :data:`BACKENDS`;
+2. add it to :data:`_FACTORIES` (:data:`BACKENDS` follows);
 3. if it needs an external process (``"cluster"``), mark the parameter with
-   ``pytest.mark.cluster`` in :func:`_params` so the default run deselects it.
+   ``pytest.mark.cluster`` in :func:`_params` so the default run deselects it, and get
+   the session's cluster with ``request.getfixturevalue(...)`` inside the factory only
+   (move the ``cluster_info`` fixture of ``tests/integration/conftest.py`` to
+   ``tests/conftest.py`` so both directories see it).
 
 ``"cluster"`` will be the real control plane of ``jobframework.testing.cluster``, where
 ``settle`` cannot know what to wait for: tests therefore check asynchronous outcomes with
