@@ -9,14 +9,15 @@ Backends are named in :data:`BACKENDS`: ``"memory"`` (the in-memory client) and
 ``"http"`` (the REST client through ``jobframework.testing.http`` to the same server).
 To add one:
 
-1. write an async context manager ``_<name>_backend()`` that yields a :class:`Backend`
+1. write an async context manager ``_<name>_backend(request)`` that yields a
+   :class:`Backend`
    (a client on the backend, a fresh namespace created for the test, ``install_crd`` that
    creates a CRD through the client and waits until it is ``Established`` *and* served,
    ``settle`` that waits for asynchronous effects, ``advance`` that lets clock time pass);
 2. add it to :data:`_FACTORIES` (:data:`BACKENDS` follows);
 3. if it needs an external process (``"cluster"``), mark the parameter with
    ``pytest.mark.cluster`` in :func:`_params` so the default run deselects it, and get
-   the session's cluster with ``request.getfixturevalue(...)`` inside the factory only
+   the session's cluster with ``request.getfixturevalue(...)`` inside the factory
    (move the ``cluster_info`` fixture of ``tests/integration/conftest.py`` to
    ``tests/conftest.py`` so both directories see it).
 
@@ -195,7 +196,7 @@ async def _wait_established(client: Client, name: str) -> None:
 
 
 @contextlib.asynccontextmanager
-async def _memory_backend() -> AsyncIterator[Backend]:
+async def _memory_backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
     clock = ManualClock()
     server = APIServer(clock, builtin_defaults=True)
     client = server.client()
@@ -219,7 +220,7 @@ async def _memory_backend() -> AsyncIterator[Backend]:
 
 
 @contextlib.asynccontextmanager
-async def _http_backend() -> AsyncIterator[Backend]:
+async def _http_backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
     from jobframework.testing.http import serve_http
 
     clock = ManualClock()
@@ -246,7 +247,9 @@ async def _http_backend() -> AsyncIterator[Backend]:
         yield Backend("http", client, namespace, install_crd, settle, advance)
 
 
-_FACTORIES: dict[str, Callable[[], contextlib.AbstractAsyncContextManager[Backend]]] = {
+_FACTORIES: dict[
+    str, Callable[[pytest.FixtureRequest], contextlib.AbstractAsyncContextManager[Backend]]
+] = {
     "memory": _memory_backend,
     "http": _http_backend,
 }
@@ -260,7 +263,7 @@ def _params() -> list[Any]:
 @pytest.fixture(params=_params())
 async def backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
     """A fresh backend (and namespace) for one test."""
-    async with _FACTORIES[request.param]() as b:
+    async with _FACTORIES[request.param](request) as b:
         yield b
 
 
