@@ -277,3 +277,20 @@ async def test_run_stops_informers_when_cancelled(env: Env) -> None:
     # A kind first read after the cache stopped can never sync: fail, do not hang.
     with pytest.raises(CacheNotStarted):
         await asyncio.wait_for(cache.list(NAMESPACE), 1)
+
+
+async def test_field_index_on_a_multi_namespace_informer(env: Env) -> None:
+    await with_owner(env, "x1", "o", "a")
+    await with_owner(env, "x2", "o", "b")
+    await with_owner(env, "x3", "p", "b")
+    cache = Cache(env.client, clock=env.clock, namespaces=["a", "b"])
+    await cache.index_field(CONFIGMAP, "owner", owner_of)
+    cache.start()
+    try:
+        owned = await cache.list(CONFIGMAP, matching_fields={"owner": "o"})
+        assert names(owned.items) == ["a/x1", "b/x2"]
+        assert owned.resource_version == "", "no single resourceVersion across informers"
+        in_b = await cache.list(CONFIGMAP, namespace="b", matching_fields={"owner": "o"})
+        assert names(in_b.items) == ["b/x2"]
+    finally:
+        await cache.stop()

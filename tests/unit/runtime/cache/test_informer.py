@@ -376,3 +376,32 @@ def test_backoff_doubles_caps_jitters_and_resets() -> None:
     delays = [jittery.next() for _ in range(6)]
     for delay, step in zip(delays, [1, 2, 4, 8, 8, 8], strict=True):
         assert step <= delay <= 2 * step
+
+
+async def test_failed_rewatch_retries_from_last_rv_without_relisting(env: Env) -> None:
+    rec = Recorder()
+    informer = env.informer()
+    informer.add_event_handler(rec.on_add, rec.on_update, rec.on_delete)
+    await informer.wait_for_sync()
+    await env.cm("one")
+    await env.settle()
+    rule = env.server.faults.fail("watch", error=500, times=2)
+    env.server.faults.drop_watches()
+    await env.cm("two")
+    await env.settle()
+    assert rule.hits == 1
+    await env.run_for(3.0)  # backoffs 0.8 s and 1.6 s, then a watch succeeds
+    assert rule.hits == 2
+    assert informer.reflector.lists == 1, "a failed watch is retried, not relisted"
+    assert rec.kinds() == [("add", "a/one"), ("add", "a/two")]
+
+
+async def test_field_selector_informer(env: Env) -> None:
+    await env.cm("wanted")
+    await env.cm("other")
+    informer = env.informer(field_selector="metadata.name=wanted")
+    await informer.wait_for_sync()
+    await env.cm("wanted", "b")
+    await env.cm("third")
+    await env.settle()
+    assert sorted(store_state(informer)) == ["a/wanted", "b/wanted"]
