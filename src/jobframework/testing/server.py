@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import re
 import uuid
 from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -30,6 +29,7 @@ from ..runtime.clock import Clock, RealClock, rfc3339
 from ..runtime.objects import GVK, Object, deep_copy
 from ..runtime.selectors import FieldSelector, LabelSelector
 from . import _apply, _defaults, _gc
+from ._gc import FINALIZER_FOREGROUND, FINALIZER_NAMESPACE, FINALIZER_ORPHAN
 from ._patch import apply_json_patch, json_equal, merge_patch
 from ._registry import (
     CRD_GVK,
@@ -41,6 +41,7 @@ from ._registry import (
     kinds_from_crd,
 )
 from ._schema import StructuralSchema
+from ._validation import meta_causes, name_causes
 from ._watch import History, StoredEvent, Watcher, bookmark
 from .admission import (
     DEFAULT_RULES,
@@ -61,18 +62,10 @@ Key = tuple[str, str]
 
 _CONFLICT_MSG = ("the object has been modified; please apply your changes to the latest "
                  "version and try again")
-_DNS1123_SUBDOMAIN = re.compile(
-    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 # utilrand.String's alphabet: no vowels (no accidental words) and no confusable 0/1/3.
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _GENERATED_SUFFIX = 5
-_MAX_NAME = 253
 _MAX_GENERATE_BASE = 63 - _GENERATED_SUFFIX
-
-FINALIZER_ORPHAN = "orphan"
-FINALIZER_FOREGROUND = "foregroundDeletion"
-FINALIZER_NAMESPACE = "kubernetes"
 
 _SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 #: The field manager of writes that name none (the real server derives it from the
@@ -493,8 +486,8 @@ class APIServer:
             causes.append({"reason": "FieldValueRequired", "field": "metadata.name",
                            "message": "Required value: name or generateName is required"})
         else:
-            causes.extend(_name_causes(info, name))
-        causes.extend(_meta_causes(meta))
+            causes.extend(name_causes(info, name))
+        causes.extend(meta_causes(meta))
         if causes:
             raise errors.new_invalid(info.gvk.kind, name, causes, info.gvk.group)
         self._validate_crd(info, obj)
@@ -768,9 +761,9 @@ class APIServer:
             if mutated is not request:
                 mutated = self._decode(info, mutated)
             new = self._prepare_update(info, old, mutated, subresource)
-            meta_causes = _meta_causes(_meta(new))
-            if meta_causes:
-                raise errors.new_invalid(info.gvk.kind, name, meta_causes, info.gvk.group)
+            causes = meta_causes(_meta(new))
+            if causes:
+                raise errors.new_invalid(info.gvk.kind, name, causes, info.gvk.group)
             self._validate_schema(info, new)
             self._validate_crd(info, new)
             if not tracked:
@@ -1021,95 +1014,3 @@ def _crd_status(crd: Mapping[str, Any]) -> dict[str, Any]:
 
 def _epoch() -> str:
     return "1970-01-01T00:00:00Z"
-
-
-_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-
-
-def _invalid(field: str, value: Any, detail: str) -> dict[str, Any]:
-    shown = f'"{value}"' if isinstance(value, str) else repr(value)
-    return {"reason": "FieldValueInvalid", "field": field,
-            "message": f"Invalid value: {shown}: {detail}"}
-
-
-def _qualified_name_errors(key: str) -> list[str]:
-    # apimachinery validation.IsQualifiedName.
-    prefix, sep, name = key.rpartition("/")
-    out: list[str] = []
-    if sep:
-        if not prefix:
-            out.append("prefix part must be non-empty")
-        elif len(prefix) > _MAX_NAME or not _DNS1123_SUBDOMAIN.match(prefix):
-            out.append("prefix part a lowercase RFC 1123 subdomain must consist of lower case "
-                       "alphanumeric characters, '-' or '.', and must start and end with an "
-                       "alphanumeric character")
-    if not name:
-        out.append("name part must be non-empty")
-    elif len(name) > 63:
-        out.append("name part must be no more than 63 characters")
-    elif not _QUALIFIED_NAME.match(name):
-        out.append("name part must consist of alphanumeric characters, '-', '_' or '.', and "
-                   "must start and end with an alphanumeric character (e.g. 'MyName',  or "
-                   "'my.name',  or '123-abc', regex used for validation is "
-                   "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
-    return out
-
-
-def _meta_causes(meta: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """ObjectMeta validation the registry applies to every kind: labels, annotation keys,
-    owner references."""
-    causes: list[dict[str, Any]] = []
-    for key, value in (meta.get("labels") or {}).items():
-        causes.extend(_invalid("metadata.labels", key, e) for e in _qualified_name_errors(key))
-        if not isinstance(value, str):
-            continue
-        if len(value) > 63:
-            causes.append(_invalid("metadata.labels", value,
-                                   "must be no more than 63 characters"))
-        elif not _LABEL_VALUE.match(value):
-            causes.append(_invalid(
-                "metadata.labels", value,
-                "a valid label must be an empty string or consist of alphanumeric characters, "
-                "'-', '_' or '.', and must start and end with an alphanumeric character (e.g. "
-                "'MyValue',  or 'my_value',  or '12345', regex used for validation is "
-                "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"))
-    for key in meta.get("annotations") or {}:
-        # Annotation keys are qualified names compared case-insensitively.
-        causes.extend(_invalid("metadata.annotations", key, e)
-                      for e in _qualified_name_errors(key.lower()))
-    controllers = []
-    for ref in meta.get("ownerReferences") or []:
-        for field, what in (("apiVersion", "version"), ("kind", "kind"), ("name", "name"),
-                            ("uid", "uid")):
-            if not ref.get(field):
-                causes.append(_invalid(f"metadata.ownerReferences.{field}", "",
-                                       f"{what} must not be empty"))
-        if ref.get("controller"):
-            controllers.append(f"{ref.get('kind')}/{ref.get('name')}")
-    if len(controllers) > 1:
-        causes.append({"reason": "FieldValueInvalid", "field": "metadata.ownerReferences",
-                       "message": "Only one reference can have Controller set to true. Found "
-                                  f'"true" in references for {" and ".join(controllers)}'})
-    return causes
-
-
-def _name_causes(info: KindInfo, name: str) -> list[dict[str, Any]]:
-    if info.gvk == NAMESPACE_GVK:
-        if len(name) > 63 or not _DNS1123_LABEL.match(name):
-            return [{"reason": "FieldValueInvalid", "field": "metadata.name",
-                     "message": f'Invalid value: "{name}": a lowercase RFC 1123 label must '
-                                "consist of lower case alphanumeric characters or '-', and "
-                                "must start and end with an alphanumeric character (e.g. "
-                                "'my-name',  or '123-abc', regex used for validation is "
-                                "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')"}]
-        return []
-    if len(name) > _MAX_NAME or not _DNS1123_SUBDOMAIN.match(name):
-        return [{"reason": "FieldValueInvalid", "field": "metadata.name",
-                 "message": f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must '
-                            "consist of lower case alphanumeric characters, '-' or '.', and "
-                            "must start and end with an alphanumeric character (e.g. "
-                            "'example.com', regex used for validation is "
-                            "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"}]
-    return []
-
