@@ -230,6 +230,7 @@ class JobFlowReconciler:
         children = await self.children(jobflow)
         p = plan(jobflow, children)
         notes: dict[str, tuple[FlowPhase, str, str]] = {}
+        stale: list[str] = []
         if not is_being_deleted(jobflow):
             if p.failed_flow:
                 for f in p.stop:
@@ -248,8 +249,13 @@ class JobFlowReconciler:
                 for f in p.ready:
                     flow = spec.flow(f)
                     assert flow is not None
-                    children[f] = await self._create(jobflow, flow, infos.get(f), notes)
+                    children[f] = await self._create(jobflow, flow, infos.get(f), notes,
+                                                     stale)
             p = plan(jobflow, children)
+        if stale:
+            # A Job we would create exists but the cache has not shown it yet: writing
+            # status now would report that step as not started. Its event requeues us.
+            return Result(requeue=True)
         await self._write_status(jobflow, spec, p, children, notes)
         return Result()
 
@@ -286,6 +292,7 @@ class JobFlowReconciler:
         flow: Flow,
         info: PodSetInfo | None,
         notes: dict[str, tuple[FlowPhase, str, str]],
+        stale: list[str],
     ) -> Object | None:
         ns = namespace_of(jobflow)
         base: dict[str, Any] | None = flow.job_template
@@ -315,7 +322,7 @@ class JobFlowReconciler:
         try:
             created = await self.writer.create(job)
         except AlreadyExists:
-            # The cache has not seen it yet; its create event brings us back.
+            stale.append(flow.name)
             return None
         except (Invalid, BadRequest) as err:
             notes[flow.name] = (FlowPhase.PENDING, "FailedCreate", str(err))

@@ -26,7 +26,7 @@ from integrations.jobflow.controller import (
 from jobframework.runtime.client import ObjectList
 from jobframework.runtime.clock import ManualClock
 from jobframework.runtime.objects import GVK, Object
-from jobframework.runtime.reconcile import Request
+from jobframework.runtime.reconcile import Request, Result
 from jobframework.testing import APIServer, InMemoryClient
 
 IndexFn = Callable[[Object], list[str]]
@@ -44,6 +44,8 @@ class IndexedClient:
             (JOB_GVK, CREATED_BY_TEMPLATE_INDEX): created_by_template_values,
         }
         self.lists: list[tuple[GVK, str | None, dict[str, str] | None]] = []
+        #: Names the "cache" does not show yet (a lagging informer).
+        self.hidden: set[str] = set()
 
     async def get(self, gvk: GVK, name: str, *, namespace: str | None = None) -> Object:
         return await self.api.get(gvk, name, namespace=namespace)
@@ -52,7 +54,7 @@ class IndexedClient:
                    matching_fields: Mapping[str, str] | None = None) -> ObjectList:
         self.lists.append((gvk, namespace, dict(matching_fields or {}) or None))
         out = await self.api.list(gvk, namespace=namespace)
-        items = out.items
+        items = [o for o in out.items if o["metadata"]["name"] not in self.hidden]
         for index, value in (matching_fields or {}).items():
             fn = self.indexes[(gvk, index)]
             items = [o for o in items if value in fn(o)]
@@ -135,8 +137,8 @@ class Harness:
                                      clock=server.clock)
         self.templates = JobTemplateReconciler(self.reader, self.api)
 
-    async def reconcile(self, name: str, namespace: str = "default") -> None:
-        await self.rec.reconcile(Request.of(namespace, name))
+    async def reconcile(self, name: str, namespace: str = "default") -> Result:
+        return await self.rec.reconcile(Request.of(namespace, name))
 
     async def get(self, name: str, namespace: str = "default") -> Object:
         return await self.api.get(JOBFLOW_GVK, name, namespace=namespace)

@@ -221,3 +221,15 @@ async def test_invalid_child_is_reported_not_retried(h: Harness) -> None:
 async def test_deleted_jobflow_is_ignored(h: Harness) -> None:
     await h.reconcile("missing")
     assert await h.jobs() == {}
+
+
+async def test_lagging_cache_does_not_regress_status(h: Harness) -> None:
+    await h.api.create(jobflow("wf", [flow("a")]))
+    assert (await h.reconcile("wf")).is_zero()
+    before = (await h.get("wf"))["status"]
+    assert before["flows"][0]["phase"] == "Running"
+    h.reader.hidden.add("wf-a")     # the informer has not delivered the Job yet
+    result = await h.reconcile("wf")
+    assert result.requeue, "retried once the cache catches up"
+    assert (await h.get("wf"))["status"] == before, "no Pending flash"
+    assert len(await h.jobs()) == 1
