@@ -88,6 +88,8 @@ class Watcher:
         self.field_selector = field_selector
         self.queue: collections.deque[WatchEvent] = collections.deque()
         self.closed = False
+        #: Events at or below this resourceVersion are not delivered (the watch's start).
+        self.after = 0
         self._wake: asyncio.Event | None = None
 
     @property
@@ -125,7 +127,7 @@ class Watcher:
 
     def push(self, event: StoredEvent) -> None:
         """Queue ``event`` if it passes the filters."""
-        if self.closed:
+        if self.closed or event.rv <= self.after:
             return
         converted = self.convert(event)
         if converted is not None:

@@ -630,6 +630,7 @@ class APIServer:
                     f'invalid resource version "{resource_version}"') from None
             for event in self._history(info.gr).since(since):
                 watcher.push(event)
+            watcher.after = since
         self._watchers.add(watcher)
         clock = self.clock
         start = clock.monotonic()

@@ -182,3 +182,17 @@ async def test_finalized_delete_emits_modified_then_deleted(
 async def test_invalid_resource_version_is_bad_request(client: InMemoryClient) -> None:
     with pytest.raises(errors.BadRequest):
         await client.watch(CONFIGMAP, resource_version="abc").__anext__()
+
+
+async def test_watch_from_a_future_rv_skips_events_up_to_it(
+    server: APIServer, client: InMemoryClient,
+) -> None:
+    future = int(server.resource_version) + 2
+    stream = client.watch(CONFIGMAP, resource_version=str(future), allow_bookmarks=False)
+    task = asyncio.ensure_future(stream.__anext__())
+    await turns()
+    for name in ("a", "b", "c"):
+        await client.create(configmap(name))
+    event = await asyncio.wait_for(task, 1)
+    assert event.object["metadata"]["name"] == "c"
+    await stream.aclose()  # type: ignore[attr-defined]
