@@ -1,0 +1,187 @@
+"""Start, track and stop the cluster's processes.
+
+Each component runs in its own session (process group) with its output in
+``<state>/logs/<name>.log``. ``<state>/pids/<name>.json`` records the pid and the
+kernel's start time of the process, so ``down`` (possibly from another Python
+process) signals exactly the processes this launcher started and never a
+recycled pid.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from jobframework.testing.cluster.kube import FatalWait
+
+
+class ProcessDied(FatalWait):
+    """A cluster component exited while the launcher waited on it."""
+
+
+def _proc_start_time(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # Field 2 (comm) may contain spaces; split after its closing parenthesis.
+    fields = stat[stat.rindex(")") + 2 :].split()
+    if fields[0] == "Z":  # zombie: exited, waiting to be reaped
+        return None
+    return int(fields[19])
+
+
+@dataclass(frozen=True)
+class ProcRecord:
+    name: str
+    pid: int
+    start_time: int
+    argv: tuple[str, ...]
+    log: str
+
+    def alive(self) -> bool:
+        return _proc_start_time(self.pid) == self.start_time
+
+
+class Processes:
+    """The processes of one state directory."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.pid_dir = state_dir / "pids"
+        self.log_dir = state_dir / "logs"
+        self._popen: dict[str, subprocess.Popen[bytes]] = {}
+
+    def start(
+        self,
+        name: str,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        env: Mapping[str, str] | None = None,
+    ) -> ProcRecord:
+        self.pid_dir.mkdir(parents=True, exist_ok=True)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        cwd.mkdir(parents=True, exist_ok=True)
+        log_path = self.log_dir / f"{name}.log"
+        with log_path.open("ab") as log:
+            log.write(f"# {' '.join(argv)}\n".encode())
+            log.flush()
+            proc = subprocess.Popen(
+                list(argv),
+                cwd=cwd,
+                env=dict(env) if env is not None else None,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        start_time = None
+        for _ in range(100):
+            start_time = _proc_start_time(proc.pid)
+            if start_time is not None or proc.poll() is not None:
+                break
+            time.sleep(0.01)
+        if start_time is None:
+            raise RuntimeError(f"{name} exited immediately; see {log_path}:\n{tail(log_path)}")
+        record = ProcRecord(name, proc.pid, start_time, tuple(argv), str(log_path))
+        self._popen[name] = proc
+        (self.pid_dir / f"{name}.json").write_text(
+            json.dumps(
+                {
+                    "name": name,
+                    "pid": record.pid,
+                    "start_time": start_time,
+                    "argv": list(argv),
+                    "log": str(log_path),
+                }
+            )
+        )
+        return record
+
+    def records(self) -> list[ProcRecord]:
+        out: list[ProcRecord] = []
+        if not self.pid_dir.is_dir():
+            return out
+        for path in sorted(self.pid_dir.glob("*.json")):
+            try:
+                data = json.loads(path.read_text())
+                out.append(
+                    ProcRecord(
+                        str(data["name"]),
+                        int(data["pid"]),
+                        int(data["start_time"]),
+                        tuple(data["argv"]),
+                        str(data["log"]),
+                    )
+                )
+            except (OSError, ValueError, KeyError):
+                continue
+        return out
+
+    def record(self, name: str) -> ProcRecord | None:
+        for rec in self.records():
+            if rec.name == name:
+                return rec
+        return None
+
+    def check_alive(self, name: str) -> None:
+        """Raise with the log tail if ``name`` has died."""
+        rec = self.record(name)
+        if rec is None or not rec.alive():
+            log = self.log_dir / f"{name}.log"
+            raise ProcessDied(f"{name} is not running; last lines of {log}:\n{tail(log)}")
+
+    def stop(self, name: str, timeout: float = 15.0) -> bool:
+        """SIGTERM the process group of ``name``, SIGKILL after ``timeout``."""
+        rec = self.record(name)
+        if rec is None:
+            return False
+        stopped = False
+        if rec.alive():
+            stopped = True
+            _signal_group(rec.pid, signal.SIGTERM)
+            deadline = time.monotonic() + timeout
+            while rec.alive() and time.monotonic() < deadline:
+                self._reap(name)
+                time.sleep(0.05)
+            if rec.alive():
+                _signal_group(rec.pid, signal.SIGKILL)
+                deadline = time.monotonic() + 5
+                while rec.alive() and time.monotonic() < deadline:
+                    self._reap(name)
+                    time.sleep(0.05)
+        self._reap(name)
+        if rec.alive():
+            raise RuntimeError(f"{name} (pid {rec.pid}) survived SIGKILL")
+        (self.pid_dir / f"{name}.json").unlink(missing_ok=True)
+        return stopped
+
+    def _reap(self, name: str) -> None:
+        proc = self._popen.get(name)
+        if proc is not None and proc.poll() is not None:
+            self._popen.pop(name, None)
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    # start_new_session=True made the child a session and group leader (pgid == pid).
+    try:
+        if os.getpgid(pid) == pid:
+            os.killpg(pid, sig)
+        else:
+            os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def tail(path: Path, lines: int = 40) -> str:
+    try:
+        content = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return "(no log)"
+    return "\n".join(content[-lines:])
