@@ -109,8 +109,17 @@ def format_bad_value(value: Any) -> str:
     if isinstance(value, float):
         return _go_float(value)
     if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+        return _go_quote(value)
+    return _go_json(value)
+
+
+def _go_json(value: Any) -> str:
+    # encoding/json.Marshal: sorted keys, compact, HTML-safe escapes.
+    text = json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+    for char, escape in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
+                         ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(char, escape)
+    return text
 
 
 def field_error(kind: str, field: str, value: Any = OMIT, detail: str = "") -> Cause:
@@ -128,8 +137,26 @@ def field_error(kind: str, field: str, value: Any = OMIT, detail: str = "") -> C
     return {"reason": kind, "message": body, "field": field}
 
 
+_GO_ESCAPES: Final = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r",
+                      "\t": "\\t", "\v": "\\v", "\\": "\\\\", '"': '\\"'}
+
+
 def _go_quote(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
+    # Go's %q (strconv.Quote): printable runes as they are, the rest escaped.
+    out = ['"']
+    for char in text:
+        if char in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[char])
+        elif char.isprintable():
+            out.append(char)
+        elif ord(char) < 0x80:
+            out.append(f"\\x{ord(char):02x}")
+        elif ord(char) <= 0xFFFF:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(f"\\U{ord(char):08x}")
+    out.append('"')
+    return "".join(out)
 
 
 def _json_type(value: Any) -> str:
@@ -898,13 +925,15 @@ def _default(x: Any, node: SchemaNode | None) -> None:
 
 
 def _walk_children(x: Any, node: SchemaNode, path: str) -> Iterator[tuple[Any, SchemaNode, str]]:
+    # field.Path: declared properties are children (a.b), additionalProperties entries are
+    # keys (a[b]).
     if isinstance(x, dict):
         for key, value in x.items():
             prop = node.properties.get(key)
             if prop is not None:
                 yield value, prop, f"{path}.{key}" if path else key
             elif node.additional is not None:
-                yield value, node.additional, f"{path}.{key}" if path else key
+                yield value, node.additional, f"{path}[{key}]"
     elif isinstance(x, list) and node.items is not None:
         for i, item in enumerate(x):
             yield item, node.items, f"{path}[{i}]"

@@ -220,6 +220,23 @@ class TestValidateMessages:
             "message": 'Duplicate value: {"name":"a"}',
         }
 
+    def test_additional_properties_entries_are_keys_in_list_errors(self) -> None:
+        s = StructuralSchema({"type": "object", "properties": {"m": {
+            "type": "object", "additionalProperties": {
+                "type": "array", "x-kubernetes-list-type": "set",
+                "items": {"type": "string"}}}}})
+        assert _only(s.validate({"m": {"k": ["a", "a"]}}))["field"] == "m[k][1]"
+
+    def test_bad_values_quoted_as_go_does(self) -> None:
+        s = StructuralSchema({"type": "object", "properties": {
+            "e": {"type": "string", "enum": ["a"]},
+            "l": {"type": "array", "x-kubernetes-list-type": "set",
+                  "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}})
+        assert _only(s.validate({"e": "tab\there\x7f\u009e é"}))["message"] == (
+            'Unsupported value: "tab\\there\\x7f\\u009e é": supported values: "a"')
+        assert _only(s.validate({"l": [{"x": "<&>"}, {"x": "<&>"}]}))["message"] == (
+            'Duplicate value: {"x":"\\u003c\\u0026\\u003e"}')
+
     def test_list_set_duplicate(self, schema: StructuralSchema) -> None:
         assert _only(schema.validate(_obj(tags=["x", "y", "x"]))) == {
             "reason": "FieldValueDuplicate", "field": "spec.tags[2]",
