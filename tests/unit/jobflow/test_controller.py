@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from integrations.jobflow import JOB_GVK, JOBTEMPLATE_GVK
+from integrations.jobflow import JOB_GVK, JOBFLOW_GVK, JOBTEMPLATE_GVK
 from integrations.jobflow.api import CREATED_BY_TEMPLATE_ANNOTATION, ConditionType
 from integrations.jobflow.controller import OWNER_UID_INDEX
 from jobframework.runtime.objects import Object
@@ -233,3 +233,15 @@ async def test_lagging_cache_does_not_regress_status(h: Harness) -> None:
     assert result.requeue, "retried once the cache catches up"
     assert (await h.get("wf"))["status"] == before, "no Pending flash"
     assert len(await h.jobs()) == 1
+
+
+async def test_terminating_while_deletion_waits_on_a_finalizer(h: Harness) -> None:
+    wf = jobflow("wf", [flow("a"), flow("b", "a")])
+    wf["metadata"]["finalizers"] = ["example.com/hold"]
+    await h.api.create(wf)
+    await h.reconcile("wf")
+    await h.api.delete(JOBFLOW_GVK, "wf", namespace="default")
+    await h.complete("wf-a")
+    await h.reconcile("wf")
+    assert (await h.get("wf"))["status"]["state"] == "Terminating"
+    assert set(await h.jobs()) == {"wf-a"}, "nothing starts while the flow is deleted"

@@ -4,16 +4,25 @@ Jobs finish in; cyclic ones are rejected with a real cycle named."""
 from __future__ import annotations
 
 import asyncio
+import copy
 import graphlib
 import itertools
 import random
+from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from integrations.jobflow import load_crds, validate_jobflow
 from integrations.jobflow.api import Flow
-from integrations.jobflow.dag import find_cycle, topological_order
+from integrations.jobflow.dag import (
+    find_cycle,
+    inject_info,
+    injected_info,
+    restore_info,
+    topological_order,
+)
+from jobframework.podset import InvalidPodSetUpdateError, PodSetInfo
 from jobframework.runtime.clock import ManualClock
 from jobframework.testing import APIServer
 
@@ -164,3 +173,49 @@ def test_failure_anywhere_stops_the_flow(deps: Deps, data: st.DataObject) -> Non
         assert not {f"wf-{d}" for d in dependents} & before
 
     asyncio.run(scenario())
+
+
+_keys = st.sampled_from(["a", "b", "zone", "kueue.x-k8s.io/podset", "x/y"])
+_vals = st.sampled_from(["1", "2", "v"])
+_maps = st.none() | st.dictionaries(_keys, _vals, max_size=3)
+_tols = st.none() | st.lists(st.fixed_dictionaries(
+    {"key": _keys, "operator": st.just("Equal"), "value": _vals,
+     "effect": st.just("NoSchedule")}), max_size=2)
+infos = st.builds(PodSetInfo, name=st.just("a"), count=st.just(1), labels=_maps,
+                  annotations=_maps, node_selector=_maps, tolerations=_tols)
+
+
+@given(_maps, _maps, _maps, st.lists(infos, min_size=1, max_size=4))
+def test_injections_undo_exactly(labels: dict[str, str] | None, annotations: dict[str, str]
+                                 | None, node_selector: dict[str, str] | None,
+                                 sequence: list[PodSetInfo]) -> None:
+    """Any sequence of (re-)injections, then a restore, gives the template back."""
+    job = {"metadata": {"name": "j"}, "spec": {"template": {
+        "metadata": {k: v for k, v in (("labels", labels), ("annotations", annotations))
+                     if v is not None},
+        "spec": {"containers": [{"name": "c"}],
+                 **({"nodeSelector": node_selector} if node_selector is not None else {})}}}}
+    original = copy.deepcopy(job)
+    for info in sequence:
+        before = copy.deepcopy(job)
+        try:
+            inject_info(job, info)
+        except InvalidPodSetUpdateError:
+            restored = copy.deepcopy(before)
+            restore_info(restored)
+            assert _omit_empty(job) == _omit_empty(restored), \
+                "a refused injection leaves the previous one undone only"
+            continue
+        assert injected_info(job) == info
+    restore_info(job)
+    assert _omit_empty(job) == _omit_empty(original)
+
+
+def _omit_empty(value: Any) -> Any:
+    """Empty maps and lists dropped, as Go's ``omitempty`` serializes them."""
+    if isinstance(value, dict):
+        out = {k: _omit_empty(v) for k, v in value.items()}
+        return {k: v for k, v in out.items() if v not in ({}, [], None)}
+    if isinstance(value, list):
+        return [_omit_empty(v) for v in value]
+    return value
