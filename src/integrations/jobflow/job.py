@@ -195,23 +195,27 @@ class JobFlowJob(GenericJob):
         return any(int((s or {}).get("active") or 0) > 0 for s in statuses.values())
 
     async def pods_ready(self, client: Client) -> bool:
-        """Whether every running step's pods are ready or succeeded (from the children)."""
+        """Whether a step has started and every running step's pods are ready or succeeded
+        (from the children)."""
         specs = await step_specs(client, self.obj)
         jobs = await client.list(JOB_GVK, namespace=namespace_of(self.obj),
                                  label_selector=f"{JOBFLOW_NAME_LABEL}={name_of(self.obj)}")
         uid = uid_of(self.obj)
         by_name = {name_of(j): j for j in jobs.items
                    if (controller_of(j) or {}).get("uid") == uid}
-        running = 0
+        started = False
         for flow_name, js in specs.items():
             job = by_name.get(child_job_name(name_of(self.obj), flow_name))
-            if job is None or job_outcome(job).phase != FlowPhase.RUNNING:
+            if job is None:
                 continue
-            running += 1
+            started = True
+            if job_outcome(job).phase != FlowPhase.RUNNING:
+                continue
             st = job.get("status") or {}
             if int(st.get("ready") or 0) + int(st.get("succeeded") or 0) < pod_count(js):
                 return False
-        return running > 0 or self.finished().finished
+        # Between steps (one completed, the next not created yet) nothing waits for pods.
+        return started
 
     # -- optional capabilities --
 

@@ -266,6 +266,18 @@ async def test_pods_ready_from_children(h: Harness) -> None:
     assert await job.pods_ready(h.api), "a completed step counts as ready"
 
 
+async def test_pods_ready_between_steps(h: Harness) -> None:
+    await h.api.create(jobflow("wf", [flow("a"), flow("b", "a")]))
+    job = JobFlowJob(await h.get("wf"))
+    assert not await job.pods_ready(h.api), "nothing started yet"
+    await h.reconcile("wf")
+    assert not await job.pods_ready(h.api), "a's pod is not ready"
+    await h.complete("wf-a")
+    assert await job.pods_ready(h.api), "a done, b not created yet: nothing is waiting"
+    await h.reconcile("wf")
+    assert not await job.pods_ready(h.api), "b's pod is starting"
+
+
 async def test_kueue_webhook_defaults_suspend_and_validates(server: APIServer) -> None:
     im = IntegrationManager()
     im.register_external_job_type(FRAMEWORK_NAME)
