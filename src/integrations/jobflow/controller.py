@@ -45,7 +45,7 @@ from jobframework.runtime.cache import Cache
 from jobframework.runtime.client import ObjectList
 from jobframework.runtime.clock import Clock, RealClock
 from jobframework.runtime.errors import AlreadyExists, BadRequest, Invalid, NotFound
-from jobframework.runtime.events import NORMAL, WARNING, EventRecorder
+from jobframework.runtime.events import NORMAL, WARNING
 from jobframework.runtime.handler import EnqueueRequestsFromMapFunc
 from jobframework.runtime.manager import Manager
 from jobframework.runtime.objects import (
@@ -117,6 +117,13 @@ class IndexedReader(Protocol):
         matching_fields: Mapping[str, str] | None = None,
     ) -> ObjectList:
         """Objects matching the field indexes."""
+
+
+class Recorder(Protocol):
+    """Where events go (the runtime's ``EventRecorder`` is one)."""
+
+    def event(self, obj: Mapping[str, Any], type: str, reason: str, message: str) -> None:
+        """Record an event about ``obj``."""
 
 
 class Writer(Protocol):
@@ -200,7 +207,7 @@ class JobFlowReconciler:
         self,
         reader: IndexedReader,
         writer: Writer,
-        recorder: EventRecorder,
+        recorder: Recorder,
         *,
         clock: Clock | None = None,
     ) -> None:

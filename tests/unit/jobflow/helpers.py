@@ -133,7 +133,7 @@ class Harness:
         self.reader = IndexedClient(self.api)
         self.recorder = FakeRecorder()
         assert isinstance(server.clock, ManualClock)
-        self.rec = JobFlowReconciler(self.reader, self.api, self.recorder,  # type: ignore[arg-type]
+        self.rec = JobFlowReconciler(self.reader, self.api, self.recorder,
                                      clock=server.clock)
         self.templates = JobTemplateReconciler(self.reader, self.api)
 

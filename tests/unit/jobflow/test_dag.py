@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -163,8 +164,8 @@ def test_job_outcome_reads_conditions_not_counts() -> None:
     assert job_outcome({"spec": {"suspend": True}}).phase == FlowPhase.SUSPENDED
 
 
-def _job(phase: str) -> dict[str, object]:
-    base = {"spec": {}, "status": {}}
+def _job(phase: str) -> dict[str, Any]:
+    base: dict[str, Any] = {"spec": {}, "status": {}}
     if phase == "done":
         return finish(base)
     if phase == "failed":
