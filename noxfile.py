@@ -1,4 +1,12 @@
-"""Developer sessions: `nox -s tests`, `nox -s lint`, `nox -s integration`, `nox -s demo`."""
+"""Developer sessions.
+
+- ``nox -s demo``: the reference integrations on the local control plane (or on the
+  cluster of ``KUBECONFIG`` / ``--kubeconfig``), through real Kueue;
+- ``nox -s tests``: unit and contract tests on the in-memory API server;
+- ``nox -s lint``: ruff and ``mypy --strict`` on ``src/``;
+- ``nox -s integration``: builds the Go control plane if its pins changed, starts it,
+  runs the tests marked ``cluster``, and tears it down.
+"""
 
 from __future__ import annotations
 
@@ -23,3 +31,12 @@ def lint(session: nox.Session) -> None:
     session.install("-e", ".[lint,test]")
     session.run("ruff", "check", "src", "tests", "noxfile.py")
     session.run("mypy", "src")
+
+
+@nox.session(python=PYTHON)
+def integration(session: nox.Session) -> None:
+    """Tests marked ``cluster`` on a real local control plane with a real Kueue manager."""
+    session.install("-e", ".[test]")
+    # Builds only when the pins in tests/cluster changed; progress goes to stderr.
+    session.run("python", "-m", "jobframework.testing.cluster", "build")
+    session.run("pytest", "-q", "-m", "cluster", "-p", "no:randomly", *session.posargs)
