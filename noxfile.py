@@ -39,4 +39,4 @@ def integration(session: nox.Session) -> None:
     session.install("-e", ".[test]")
     # Builds only when the pins in tests/cluster changed; progress goes to stderr.
     session.run("python", "-m", "jobframework.testing.cluster", "build")
-    session.run("pytest", "-q", "-m", "cluster", "-p", "no:randomly", *session.posargs)
+    session.run("pytest", "-q", "-m", "cluster", *session.posargs)
