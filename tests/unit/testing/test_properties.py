@@ -147,6 +147,28 @@ class ServerMachine(RuleBasedStateMachine):
             self.wrote(updated)
         assert updated["metadata"]["generation"] == self.model[name][1]
 
+    @rule(data=st.data())
+    def resume_watch(self, data: st.DataObject) -> None:
+        """A watch resumed from any delivered event's rv replays exactly what followed."""
+        if not self.events:
+            return
+        k = data.draw(st.integers(0, len(self.events) - 1))
+        expected = [(e.type, e.object["metadata"]["resourceVersion"])
+                    for e in self.events[k + 1:]]
+        stream = self.client.watch(
+            WIDGET, resource_version=self.events[k].object["metadata"]["resourceVersion"],
+            allow_bookmarks=False)
+
+        async def take(n: int) -> list[tuple[str, str]]:
+            got = []
+            for _ in range(n):
+                event = await asyncio.wait_for(stream.__anext__(), timeout=1)
+                got.append((event.type, event.object["metadata"]["resourceVersion"]))
+            await stream.aclose()  # type: ignore[attr-defined]
+            return got
+
+        assert self.run(take(len(expected))) == expected
+
     @rule(name=NAMES)
     def stale_update(self, name: str) -> None:
         current = self.get(name)
