@@ -4,6 +4,7 @@ batch Job and its Workload consistent (hypothesis state machine on the in-memory
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -74,10 +75,9 @@ class JobLifecycle(RuleBasedStateMachine):
 
     @rule()
     def reconcile(self) -> None:
-        try:
+        # A failed reconcile is retried by the next one, as the controller would.
+        with contextlib.suppress(ReconcileError, errors.ApiError):
             self.run(self.w.reconcile())
-        except (ReconcileError, errors.ApiError):
-            pass  # retried on the next reconcile, as the controller would
         self.run(self.w.server.settle())
         self.reconciled = True
         self.quiet_reconciles += 1
