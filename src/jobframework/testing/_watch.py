@@ -72,6 +72,15 @@ def _with_rv(obj: Object, rv: int) -> Object:
     return out
 
 
+@attrs.frozen
+class Pending:
+    """A queued event: deliverable once the clock reaches ``deliver_at``."""
+
+    deliver_at: float
+    rv: int
+    event: WatchEvent
+
+
 class Watcher:
     """One open watch: a filter and a queue of events to deliver."""
 
@@ -86,7 +95,7 @@ class Watcher:
         self.namespace = namespace
         self.label_selector = label_selector
         self.field_selector = field_selector
-        self.queue: collections.deque[WatchEvent] = collections.deque()
+        self.queue: collections.deque[Pending] = collections.deque()
         self.closed = False
         #: Events at or below this resourceVersion are not delivered (the watch's start).
         self.after = 0
@@ -125,19 +134,30 @@ class Watcher:
         out["apiVersion"] = self.kind.gvk.api_version
         return out
 
-    def push(self, event: StoredEvent) -> None:
-        """Queue ``event`` if it passes the filters."""
+    def push(self, event: StoredEvent, deliver_at: float = 0.0) -> None:
+        """Queue ``event`` if it passes the filters, to be delivered from ``deliver_at``."""
         if self.closed or event.rv <= self.after:
             return
         converted = self.convert(event)
         if converted is not None:
-            self.queue.append(converted)
+            self.queue.append(Pending(deliver_at, event.rv, converted))
             self.wake()
 
     def push_initial(self, obj: Object) -> None:
         """Queue a synthetic ADDED for an object existing when the watch started."""
         if self.matches(obj):
-            self.queue.append(WatchEvent("ADDED", self._out(obj)))
+            rv = int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+            self.queue.append(Pending(0.0, rv, WatchEvent("ADDED", self._out(obj))))
+
+    def ready(self, now: float) -> bool:
+        """Whether the next queued event may be delivered at ``now``."""
+        return bool(self.queue) and self.queue[0].deliver_at <= now
+
+    def bookmark_rv(self, current: int) -> int:
+        """The rv a bookmark may claim: below every event still queued."""
+        if self.queue:
+            return min(current, min(p.rv for p in self.queue) - 1)
+        return current
 
     def close(self) -> None:
         """End the stream; undelivered events are lost, as with a broken connection."""
@@ -150,11 +170,11 @@ class Watcher:
         if self._wake is not None:
             self._wake.set()
 
-    async def wait(self, timer: asyncio.Future[Any] | None) -> None:
+    async def wait(self, timer: asyncio.Future[Any] | None, now: float) -> None:
         """Wait until woken or until ``timer`` completes."""
         if self._wake is None:
             self._wake = asyncio.Event()
-        if self.queue or self.closed:
+        if self.ready(now) or self.closed:
             return
         self._wake.clear()
         if timer is None:

@@ -18,6 +18,7 @@ from ..runtime import errors
 from ..runtime.objects import GVK
 
 if TYPE_CHECKING:
+    from ._registry import KindInfo
     from .server import APIServer
 
 VERBS = frozenset({"get", "list", "watch", "create", "update", "patch", "delete", "*"})
@@ -66,6 +67,7 @@ class Faults:
         self._server = server
         self._rules: list[FaultRule] = []
         self._expire_watches = 0
+        self._event_delays: dict[tuple[str, str] | None, float] = {}
 
     def fail(
         self,
@@ -109,6 +111,23 @@ class Faults:
         self._rules.append(rule)
         return rule
 
+    def delay_events(self, seconds: float, *, gvk: GVK | None = None) -> None:
+        """Deliver watch events ``seconds`` (server clock) after their write, for one kind
+        or all (``gvk=None``); 0 stops delaying. Bookmarks never overtake a delayed event.
+
+        Models a lagging watch cache: a client's informer sees writes late, as it can in
+        a cluster under load.
+        """
+        key = (gvk.group, gvk.kind) if gvk is not None else None  # every version
+        if seconds > 0:
+            self._event_delays[key] = seconds
+        else:
+            self._event_delays.pop(key, None)
+
+    def _event_delay(self, info: KindInfo) -> float:
+        key = (info.gvk.group, info.gvk.kind)
+        return self._event_delays.get(key, self._event_delays.get(None, 0.0))
+
     def remove(self, rule: FaultRule) -> None:
         """Withdraw one rule."""
         if rule in self._rules:
@@ -118,6 +137,7 @@ class Faults:
         """Withdraw every rule and pending watch expiry."""
         self._rules.clear()
         self._expire_watches = 0
+        self._event_delays.clear()
 
     def drop_watches(self) -> int:
         """End every open watch stream now (undelivered events are lost); returns how many."""

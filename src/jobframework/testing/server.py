@@ -315,9 +315,11 @@ class APIServer:
             store[key] = stored
             event = StoredEvent(rv, "ADDED" if old is None else "MODIFIED", stored, old)
         self._history(info.gr).append(event)
+        delay = self.faults._event_delay(info)
+        deliver_at = self.clock.monotonic() + delay if delay > 0 else 0.0
         for watcher in list(self._watchers):
             if watcher.gr == info.gr:
-                watcher.push(event)
+                watcher.push(event, deliver_at)
         self._after_commit(info, event)
         if event.type == "DELETED" or _gc_relevant(stored) or (old and _gc_relevant(old)):
             self._schedule_gc()
@@ -641,8 +643,8 @@ class APIServer:
         timer_at: float | None = None
         try:
             while True:
-                while watcher.queue:
-                    yield watcher.queue.popleft()
+                while watcher.ready(clock.monotonic()):
+                    yield watcher.queue.popleft().event
                 if watcher.closed:
                     return
                 now = clock.monotonic()
@@ -651,17 +653,18 @@ class APIServer:
                 if next_bookmark is not None and now >= next_bookmark:
                     while next_bookmark <= now:
                         next_bookmark += interval
-                    yield bookmark(info, self._rv)
+                    yield bookmark(info, watcher.bookmark_rv(self._rv))
                     continue
-                wake_at = min((t for t in (deadline, next_bookmark) if t is not None),
-                              default=None)
+                pending_at = watcher.queue[0].deliver_at if watcher.queue else None
+                wake_at = min((t for t in (deadline, next_bookmark, pending_at)
+                               if t is not None), default=None)
                 if wake_at is not None and (timer is None or timer.done()
                                             or timer_at != wake_at):
                     if timer is not None:
                         timer.cancel()
                     timer = asyncio.ensure_future(clock.sleep(wake_at - now))
                     timer_at = wake_at
-                await watcher.wait(timer)
+                await watcher.wait(timer, now)
         finally:
             self._watchers.discard(watcher)
             if timer is not None:

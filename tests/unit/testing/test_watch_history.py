@@ -196,3 +196,30 @@ async def test_watch_from_a_future_rv_skips_events_up_to_it(
     event = await asyncio.wait_for(task, 1)
     assert event.object["metadata"]["name"] == "c"
     await stream.aclose()  # type: ignore[attr-defined]
+
+
+async def test_delayed_events_arrive_late_and_hold_back_bookmarks(
+    clock: ManualClock, server: APIServer, client: InMemoryClient,
+) -> None:
+    events: list[WatchEvent] = []
+    task = asyncio.ensure_future(collect(
+        client.watch(CONFIGMAP, resource_version=server.resource_version), events))
+    await turns()
+    server.faults.delay_events(5.0, gvk=CONFIGMAP)
+    created = await client.create(configmap("late"))
+    await client.create(widget("on-time"))  # other kinds are not delayed
+    clock.advance(1.0)
+    await turns()
+    # A bookmark came, but it does not claim the undelivered write's rv.
+    assert [e.type for e in events] == ["BOOKMARK"]
+    assert int(events[0].object["metadata"]["resourceVersion"]) < int(
+        created["metadata"]["resourceVersion"])
+    clock.advance(4.0)
+    await turns()
+    assert [e.type for e in events if e.type != "BOOKMARK"] == ["ADDED"]
+    server.faults.delay_events(0, gvk=CONFIGMAP)
+    await client.create(configmap("prompt"))
+    await turns()
+    assert events[-1].object["metadata"]["name"] == "prompt"
+    server.faults.drop_watches()
+    await task
