@@ -294,24 +294,29 @@ def _is_zero(v: Any) -> bool:
     return any(v == z and type(v) is type(z) for z in _ZERO if z is not None) or v is None
 
 
-def go_semantic_equal(a: Any, b: Any) -> bool:
+_QUANTITY_MAPS = frozenset({"requests", "limits", "overhead", "capacity", "allocatable"})
+
+
+def go_semantic_equal(a: Any, b: Any, *, quantities: bool = False) -> bool:
     """apimachinery's ``Semantic.DeepEqual`` over JSON decoded into Go structs.
 
     An absent field equals its zero value (``""``, ``0``, ``false``, nil/empty list or
-    map), and resource quantities compare by value.
+    map), and values of resource maps (``requests``, ``limits``...) compare as quantities.
     """
     from .validation import quantity_value
 
     if _is_zero(a) and _is_zero(b):
         return True
     if isinstance(a, dict) and isinstance(b, dict):
-        return all(go_semantic_equal(a.get(k), b.get(k)) for k in {*a, *b})
+        return all(go_semantic_equal(a.get(k), b.get(k),
+                                     quantities=quantities or k in _QUANTITY_MAPS)
+                   for k in {*a, *b})
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(go_semantic_equal(x, y)
                                         for x, y in zip(a, b, strict=True))
-    if isinstance(a, str | int | float) and isinstance(b, str | int | float) and a != b:
+    if quantities and a != b:
         qa, qb = quantity_value(a), quantity_value(b)
-        if qa is not None and qb is not None and not isinstance(a, bool):
+        if qa is not None and qb is not None:
             return qa == qb
     return bool(a == b)
 
