@@ -19,8 +19,9 @@ objects of that version:
 * :meth:`StructuralSchema.list_type`, :meth:`StructuralSchema.list_map_keys` and
   :meth:`StructuralSchema.map_type` tell server-side apply how to merge a field.
 
-Not implemented: ``x-kubernetes-validations`` (CEL rules are ignored, as on a server
-without CEL), validation ratcheting on update, ``uniqueItems``, ``$ref``, and full
+Not implemented: ``x-kubernetes-validations`` (CEL rules are not evaluated; as the
+apiserver, a blocking schema error on a schema with rules adds the "some validation rules
+were not checked" cause), validation ratcheting on update, ``uniqueItems``, ``$ref``, and full
 ``ObjectMeta`` validation of embedded resources (only their ``apiVersion``/``kind``).
 All methods are pure: inputs are never mutated.
 """
@@ -268,6 +269,8 @@ class StructuralSchema:
         self.raw: dict[str, Any] = copy.deepcopy(dict(open_api_v3_schema))
         self.root: SchemaNode = SchemaNode(self.raw)
         self._regex_cache: dict[str, re.Pattern[str]] = {}
+        #: Whether any node declares ``x-kubernetes-validations`` (CEL rules, not evaluated).
+        self.has_validation_rules: bool = _has_rules(self.raw)
 
     @classmethod
     def from_crd(cls, crd: Mapping[str, Any], version: str | None = None) -> StructuralSchema:
@@ -414,10 +417,20 @@ class StructuralSchema:
                     cause["field"] = "status" if name == _NIL_PATH else f"status.{name}"
                 causes.extend(found)
             _validate_lists(obj, self.root, "", causes)
-            return causes
+            return self._with_rules_notice(causes)
         self._validate(obj, self.root, "", causes)
         _validate_embedded(obj, self.root, "", causes, root=True)
         _validate_lists(obj, self.root, "", causes)
+        return self._with_rules_notice(causes)
+
+    def _with_rules_notice(self, causes: list[Cause]) -> list[Cause]:
+        # With CEL rules present, a blocking schema error makes the apiserver skip them and
+        # say so (hasBlockingErr); the rules themselves are not evaluated here.
+        if self.has_validation_rules and any(c["reason"] in _BLOCKING for c in causes):
+            causes.append(field_error(
+                "FieldValueInvalid", _NIL_PATH, None,
+                "some validation rules were not checked because the object was invalid; "
+                "correct the existing errors to complete validation"))
         return causes
 
     def _regex(self, pattern: str) -> re.Pattern[str] | None:
@@ -609,6 +622,22 @@ class StructuralSchema:
 
 
 # ------------------------------------------------------------------ helpers
+
+
+_BLOCKING: Final = frozenset({
+    "FieldValueNotSupported", "FieldValueRequired", "FieldValueTooLong", "FieldValueTooMany",
+    "FieldValueTypeInvalid",
+})
+
+
+def _has_rules(raw: Any) -> bool:
+    if isinstance(raw, Mapping):
+        if raw.get("x-kubernetes-validations"):
+            return True
+        return any(_has_rules(v) for k, v in raw.items() if k not in ("default", "enum", "example"))
+    if isinstance(raw, list):
+        return any(_has_rules(v) for v in raw)
+    return False
 
 
 def _fewest(results: list[list[Cause]]) -> list[Cause]:

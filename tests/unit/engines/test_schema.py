@@ -281,6 +281,23 @@ class TestValidateMessages:
             'Thing.x.io "t" is invalid: spec.replicas: Invalid value: "string": spec.replicas '
             'in body must be of type integer: "string"')
 
+    def test_blocking_error_with_cel_rules_adds_the_not_checked_cause(self) -> None:
+        s = StructuralSchema({"type": "object", "properties": {"spec": {
+            "type": "object",
+            "x-kubernetes-validations": [{"rule": "self.a > 0", "message": "a"}],
+            "properties": {"a": {"type": "integer", "minimum": 0},
+                           "b": {"type": "string", "maxLength": 2}}}}})
+        assert s.has_validation_rules
+        # Not blocking (the rules would run; they are not evaluated here).
+        assert len(s.validate({"spec": {"a": -1}})) == 1
+        causes = s.validate({"spec": {"b": "long"}})
+        assert causes[-1] == {
+            "reason": "FieldValueInvalid", "field": "<nil>",
+            "message": "Invalid value: null: some validation rules were not checked because "
+                       "the object was invalid; correct the existing errors to complete "
+                       "validation"}
+        assert len(causes) == 2
+
     def test_composition(self) -> None:
         s = StructuralSchema({"type": "object", "properties": {"v": {
             "type": "string", "anyOf": [{"pattern": "^a"}, {"pattern": "^b"}],
