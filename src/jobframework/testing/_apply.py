@@ -19,12 +19,22 @@ fields (conditions by ``type``, containers/podSets/podSetAssignments by ``name``
 ownerReferences by ``uid``, finalizers as a set, ...). Other lists are atomic, as in
 Kubernetes.
 
-What the callers (the API server) still do: prune and default the applied object with
-the CRD schema before :func:`apply` and the result after it (the engine merges what it
-is given), check ``apiVersion``/``kind`` against the resource, and set server-owned
-fields (resourceVersion, generation, timestamps) *after* computing managed fields.
-Known gaps: no version conversion (managers are compared in the object's version), no
-``x-kubernetes-list-type`` defaults for missing key fields outside a schema.
+How the API server uses it, as kube-apiserver does (verified against a local
+kube-apiserver with random apply/update sequences):
+
+* apply: ``schema.prune(applied)``, then :func:`apply` (``subresource="status"`` for the
+  status endpoint; ``reset_fields=["status"]`` for main-resource writes to kinds with a
+  status subresource), then ``schema.normalize(result, prune_nulls=False)`` and
+  ``schema.validate(result, subresource=...)``: an apply can leave ``null`` behind
+  (a map emptied by removal), which the apiserver then rejects;
+* create/update/patch: normalize the new object, then :func:`update_managed_fields` with
+  the stored object (``None`` on create) and the same ``subresource``/``reset_fields``;
+* set server-owned fields (resourceVersion, generation, timestamps) after either.
+
+The caller also checks the applied ``apiVersion``/``kind`` against the resource. Known
+gaps: no version conversion (managers are compared in the object's version); the table
+for schema-less kinds covers the core and Kueue fields listed above, other lists are
+atomic there.
 """
 
 from __future__ import annotations
