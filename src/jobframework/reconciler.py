@@ -20,8 +20,8 @@ to the job are JSON merge patches carrying the job's ``resourceVersion``; Worklo
 metadata changes are updates; Workload status changes are server-side applies (see
 :mod:`jobframework.workload`).
 
-Left out: elastic workload slices (an elastic job is reconciled as a plain one) and
-``ComposableJob``.
+Elastic jobs (``kueue.x-k8s.io/elastic-job: "true"``) get workload slices: a scale-up of
+an admitted job creates a replacement slice. Left out: ``ComposableJob``.
 """
 
 from __future__ import annotations
@@ -47,7 +47,9 @@ from .integrations import (
     ManagedOwnersChainLimitReachedError,
 )
 from .interface import (
+    ElasticWorkloadNameProvider,
     GenericJob,
+    JobWithCustomAnnotations,
     JobWithCustomQueueNameChange,
     JobWithCustomStop,
     JobWithCustomWorkloadActivation,
@@ -60,7 +62,7 @@ from .interface import (
     StopReason,
     TopLevelJob,
 )
-from .naming import get_workload_name_for_owner_with_gvk
+from .naming import generate_workload_name_with_extra, get_workload_name_for_owner_with_gvk
 from .podset import (
     PodSetInfo,
     is_permanent,
@@ -94,6 +96,7 @@ from .validation import (
     queue_name,
     queue_name_for_object,
     workload_priority_class_name,
+    workload_slice_enabled,
 )
 from .workload import (
     NAMESPACE_GVK,
@@ -660,8 +663,8 @@ class JobReconciler:
             else:
                 await queue_name_change(self.client, job, wl)
             return Result()
-        # 9.12 Running without admission.
-        if not wl.is_admitted():
+        # 9.12 Running without admission (an elastic job's pods wait on scheduling gates).
+        if not wl.is_admitted() and not self._slice_enabled(obj):
             await self._stop_job(job, wl, StopReason.NOT_ADMITTED, c.MSG_NOT_ADMITTED)
         return Result()
 
@@ -692,8 +695,6 @@ class JobReconciler:
             self._event(obj, NORMAL, c.REASON_SUSPENDED, c.MSG_CHILD_JOB_SUSPENDED)
 
     async def _should_suspend_child_job(self, obj: Object, ancestor: Object) -> bool:
-        from .validation import workload_slice_enabled
-
         owned = await list_owned_workloads(self.client, GVK.of(ancestor),
                                            namespace_of(ancestor), name_of(ancestor))
         wls = [w for w in map(wlpkg.from_object, owned) if not w.is_finished()]
@@ -710,6 +711,10 @@ class JobReconciler:
         prebuilt = prebuilt_workload_name_for(obj, features=self.features)
         if prebuilt:
             return await self._ensure_prebuilt_workload(job, obj, prebuilt)
+        if self._slice_enabled(obj):
+            compatible, slice_wl = await self._ensure_workload_slices(job, obj)
+            if compatible:
+                return slice_wl
         match, to_delete = await self._find_matching_workloads(job, obj)
         to_update: Workload | None = None
         if (match is None and to_delete and job.is_suspended()
@@ -827,21 +832,152 @@ class JobReconciler:
         if not self.features.enabled(FeatureGate.PARTIAL_ADMISSION):
             for ps in wl.spec.pod_sets:
                 _unset(ps, "min_count")
-        if active is not None:
+        if self._slice_enabled(obj):
+            await self._prepare_workload_slice(job, obj, wl)
+        elif active is not None:
             wl.spec.active = active
+
+    async def _prepare_workload_slice(self, job: GenericJob, obj: Object, wl: Workload) -> None:
+        current = await self._not_finished_slices(job, obj)
+        annotations = dict(wl.metadata.annotations or {})
+        annotations[c.ELASTIC_JOB_ANNOTATION] = c.ELASTIC_JOB_ANNOTATION_VALUE
+        if not current:
+            annotations[c.WORKLOAD_SLICE_NAME_ANNOTATION] = wl.name
+        elif len(current) == 1:
+            old = current[0]
+            annotations[c.WORKLOAD_SLICE_REPLACEMENT_FOR_ANNOTATION] = wlpkg.key(old)
+            annotations[c.WORKLOAD_SLICE_NAME_ANNOTATION] = (
+                (old.metadata.annotations or {}).get(c.WORKLOAD_SLICE_NAME_ANNOTATION, old.name))
+        else:
+            raise ReconcileError(f"unexpected workload-slices count: {len(current)}")
+        wl.metadata.annotations = annotations
+
+    # -- elastic jobs (workload slices) ----------------------------------------------------
+
+    def _slice_enabled(self, obj: Object) -> bool:
+        return workload_slice_enabled(obj, features=self.features)
+
+    def _slice_name(self, job: GenericJob, obj: Object) -> str:
+        if isinstance(job, ElasticWorkloadNameProvider):
+            extra = job.get_workload_name_extra_part()
+        else:
+            extra = str(int((obj.get("metadata") or {}).get("generation") or 0))
+        return generate_workload_name_with_extra(name_of(obj), uid_of(obj), job.gvk(), extra,
+                                                 features=self.features)
+
+    async def _not_finished_slices(self, job: GenericJob, obj: Object) -> list[Workload]:
+        owned = await list_owned_workloads(self.client, job.gvk(), namespace_of(obj),
+                                           name_of(obj))
+        slices = [w for w in map(wlpkg.from_object, owned) if not w.is_finished()]
+        slices.sort(key=lambda w: (w.metadata.creation_timestamp or "", w.metadata.uid or ""))
+        return slices
+
+    async def _ensure_workload_slices(
+        self, job: GenericJob, obj: Object
+    ) -> tuple[bool, Workload | None]:
+        """The workload slice of an elastic job (``EnsureWorkloadSlices``).
+
+        Returns ``(compatible, wl)``: not compatible ⇒ use the ordinary matching; a
+        compatible ``None`` ⇒ a new slice is to be created.
+        """
+        try:
+            pod_sets = await job_pod_sets(job, self.client, features=self.features)
+        except Exception as err:
+            raise _wrap("failed to retrieve pod sets from job", err) from err
+        if isinstance(job, JobWithCustomAnnotations):
+            extra = await job.get_custom_annotations(self.client)
+            if any(annotations_of(obj).get(k) != v for k, v in extra.items()):
+                await patch_object(self.client, obj, lambda: obj.setdefault(
+                    "metadata", {}).setdefault("annotations", {}).update(extra))
+        slices = await self._not_finished_slices(job, obj)
+        selected: Workload | None = None
+        if len(slices) == 1:
+            selected = slices[0]
+        elif len(slices) > 1:
+            selected = await self._normalize_active_slices(slices)
+        compatible, wl = True, None
+        if selected is not None:
+            compatible, wl = await self._sync_slice_counts(selected, pod_sets)
+        if compatible:
+            await self._sync_workload_slice_priority(job, wl)
+        return compatible, wl
+
+    async def _normalize_active_slices(self, slices: list[Workload]) -> Workload | None:
+        def replaces(s: Workload) -> str | None:
+            return (s.metadata.annotations or {}).get(c.WORKLOAD_SLICE_REPLACEMENT_FOR_ANNOTATION)
+
+        def replaced_by_reserved(s: Workload) -> bool:
+            return any(replaces(o) == wlpkg.key(s) and o.has_quota_reservation() for o in slices)
+
+        reserved = [s for s in slices if s.has_quota_reservation() and not s.is_evicted()
+                    and not replaced_by_reserved(s)]
+        keep: list[Workload] = []
+        selected: Workload | None = None
+        if reserved:
+            active = reserved[-1]
+            keep.append(active)
+            pending = [s for s in slices if replaces(s) == wlpkg.key(active)
+                       and not s.has_quota_reservation()]
+            if pending:
+                keep.append(pending[-1])
+            selected = pending[-1] if pending else active
+        else:
+            candidates = [s for s in slices if not s.is_evicted()]
+            if candidates:
+                selected = candidates[-1]
+                keep.append(selected)
+        for s in slices:
+            if any(s is k for k in keep):
+                continue
+            if any(replaces(o) == wlpkg.key(s) for o in slices):
+                reason, message = c.WORKLOAD_SLICE_REPLACED, c.MSG_SLICE_REPLACED
+            else:
+                reason, message = c.FINISHED_REASON_OUT_OF_SYNC, c.MSG_SLICE_OUT_OF_SYNC
+            await wlpkg.finish(self.client, s, reason, message, self.clock,
+                               features=self.features)
+        return selected
+
+    async def _sync_slice_counts(
+        self, wl: Workload, pod_sets: Sequence[PodSet]
+    ) -> tuple[bool, Workload | None]:
+        if [ps.name for ps in wl.spec.pod_sets] != [ps.name for ps in pod_sets]:
+            return False, None
+        old = [ps.count for ps in wl.spec.pod_sets]
+        new = [ps.count for ps in pod_sets]
+        if old == new:
+            return True, wl
+        scale_down = all(n <= o for n, o in zip(new, old, strict=True))
+        if not wl.has_quota_reservation() or scale_down:
+            for ps, count in zip(wl.spec.pod_sets, new, strict=True):
+                ps.count = count
+            return True, await wlpkg.update(self.client, wl)
+        # A reserved slice scaling up: a new slice replaces it.
+        return True, None
+
+    async def _sync_workload_slice_priority(self, job: GenericJob, wl: Workload | None) -> None:
+        targets = [wl] if wl is not None else []
+        slices = await self._not_finished_slices(job, job.object())
+        reserved = [s for s in slices if s.has_quota_reservation() and not s.is_evicted()]
+        if reserved and (wl is None or reserved[-1].name != wl.name):
+            targets.append(reserved[-1])
+        if targets:
+            await update_workload_priority(self.client, self.recorder, job, targets,
+                                           features=self.features)
 
     async def _handle_job_with_no_workload(self, job: GenericJob, obj: Object) -> None:
         prebuilt = prebuilt_workload_name_for(obj, features=self.features)
         if prebuilt:
             await self._stop_job(job, None, StopReason.NO_MATCHING_WORKLOAD,
                                  c.MSG_PREBUILT_MISSING)
-        if job.is_active():
+        if job.is_active() and not self._slice_enabled(obj):
             log.debug("job is suspended but still has active pods, waiting")
             return
         if prebuilt:
             raise PrebuiltWorkloadNotFoundError()
         wl = await construct_workload(self.client, job, self.label_keys_to_copy,
                                       self.annotations_to_copy, features=self.features)
+        if self._slice_enabled(obj):
+            wl.metadata.name = self._slice_name(job, obj)
         await self._prepare_workload(job, obj, wl, None)
         await self.client.create(wl.to_dict())
         self._event(obj, NORMAL, c.REASON_CREATED_WORKLOAD,

@@ -12,7 +12,11 @@ from jobframework.base_webhook import BaseWebhook
 from jobframework.field import ErrorList, forbidden, invalid, new_path
 from jobframework.interface import GenericJob
 from jobframework.podset import TopologyRequestError, go_parse_bool
-from jobframework.validation import go_atoi, validate_tas_pod_set_request
+from jobframework.validation import (
+    go_atoi,
+    validate_tas_pod_set_request,
+    workload_slice_enabled,
+)
 
 from .job import BatchJob
 
@@ -37,6 +41,9 @@ def validate_partial_admission_create(job: BatchJob) -> ErrorList:
             if value >= job.pods_count() or value <= 0:
                 errs.append(invalid(MIN_PARALLELISM_PATH, value,
                                     f"should be between 0 and {job.pods_count() - 1}"))
+        if workload_slice_enabled(job.object(), features=job.features):
+            errs.append(invalid(MIN_PARALLELISM_PATH, text,
+                                "partial admission and elastic job cannot be used together"))
     sync = annotations.get(c.JOB_COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION)
     if sync is not None:
         try:
@@ -62,6 +69,15 @@ class BatchJobWebhook(BaseWebhook):
     def __init__(self, client: Any, **options: Any) -> None:
         features = options.get("features", c.DEFAULT_FEATURES)
         super().__init__(lambda obj: BatchJob(obj, features=features), client, **options)
+
+    async def default(self, obj: dict[str, Any], request: Any = None) -> None:
+        """Base defaults; an elastic Job's pods also wait on the elastic-job scheduling gate."""
+        await super().default(obj, request)
+        if workload_slice_enabled(obj, features=self.features):
+            spec = obj.setdefault("spec", {}).setdefault("template", {}).setdefault("spec", {})
+            gates = spec.setdefault("schedulingGates", [])
+            if not any(g.get("name") == c.ELASTIC_JOB_SCHEDULING_GATE for g in gates):
+                gates.append({"name": c.ELASTIC_JOB_SCHEDULING_GATE})
 
     def create_errors(self, job: GenericJob) -> ErrorList:
         """Base rules, partial admission, TAS annotations."""
