@@ -13,19 +13,15 @@ from typing import Any, Literal
 
 import attrs
 
+# One error type for "kind not served", whichever client raises it.
+from ..runtime.client.discovery import NoKindMatchError
 from ..runtime.client.interface import RESTMapping
 from ..runtime.objects import GVK, GVR
 
+__all__ = ["GroupResource", "KindInfo", "NoKindMatchError", "Registry"]
+
 #: Default propagation when a delete names none (``DefaultGarbageCollectionPolicy``).
 GCPolicy = Literal["Background", "Orphan"]
-
-
-class NoKindMatchError(LookupError):
-    """The kind is not served, as controller-runtime's ``meta.NoKindMatchError``."""
-
-    def __init__(self, gvk: GVK) -> None:
-        super().__init__(f'no matches for kind "{gvk.kind}" in version "{gvk.api_version}"')
-        self.gvk = gvk
 
 
 @attrs.frozen

@@ -343,3 +343,10 @@ async def test_closing_a_watch_unsubscribes(server: APIServer, client: InMemoryC
     assert len(server._watchers) == 1
     await stream.aclose()  # type: ignore[attr-defined]
     assert len(server._watchers) == 0
+
+
+async def test_unknown_kind_error_is_the_discovery_one(client: InMemoryClient) -> None:
+    from jobframework.runtime.client.discovery import NoKindMatchError as DiscoveryError
+
+    with pytest.raises(DiscoveryError):
+        await client.get(GVK("x.io", "v1", "Nope"), "n")
