@@ -141,6 +141,11 @@ async def test_admit_start_evict_stop_with_the_manager() -> None:
         assert conds["Admitted"] == ("False", "NoReservation")
         await eventually(w, lambda: event_reasons(w)[-1:] == ["Stopped"], "the events")
         assert event_reasons(w) == ["CreatedWorkload", "Started", "Stopped"]
+        started = next(e for e in w.server.objects(EVENT, "ns") if e["reason"] == "Started")
+        assert started["note"] == "Admitted by clusterQueue cq"
+        assert started["type"] == "Normal" and started["action"] == "Started"
+        assert started["reportingController"] == "batch/job-kueue-controller"
+        assert (started["regarding"]["kind"], started["regarding"]["name"]) == ("Job", "job")
 
 
 async def test_child_job_released_when_the_parent_workload_is_admitted() -> None:
