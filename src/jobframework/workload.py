@@ -263,6 +263,9 @@ async def _write_status(
 ) -> Object:
     if features.enabled(FeatureGate.WORKLOAD_REQUEST_USE_MERGE_PATCH):
         status = dict(body)
+        if "conditions" in status:
+            # A merge patch replaces lists whole: send every condition the Workload has.
+            status["conditions"] = [cond.to_dict() for cond in wl.conditions()]
         for name in nulls:
             status.setdefault(name, None)
         patch: Object = {"status": status}

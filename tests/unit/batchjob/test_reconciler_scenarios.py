@@ -34,7 +34,18 @@ NORMAL, WARNING = "Normal", "Warning"
 OWNER_GONE = ("True", "OwnerNotFound", "The workload's owner no longer exists")
 
 
+_MERGE_PATCH = [False]
+
+
+@pytest.fixture(autouse=True, params=[False, True], ids=["apply", "merge-patch"])
+def workload_request_use_merge_patch(request: pytest.FixtureRequest) -> None:
+    """Every case runs with status writes as server-side applies and as merge patches."""
+    _MERGE_PATCH[0] = bool(request.param)
+
+
 async def world(**options: Any) -> World:
+    features = options.pop("features", FeatureGates())
+    options["features"] = features.with_gates(WorkloadRequestUseMergePatch=_MERGE_PATCH[0])
     w = World(**options)
     await w.setup()
     return w
