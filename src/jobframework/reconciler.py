@@ -1334,3 +1334,61 @@ def new_noop_reconciler_factory(gvk: GVK) -> Callable[..., NoopReconciler]:
 async def setup_indexes_for(indexer: Any, gvk: GVK) -> None:
     """The workload owner index of ``gvk`` (the common ``SetupIndexes`` of integrations)."""
     await setup_workload_owner_index(indexer, gvk)
+
+
+# --- wiring every enabled integration ------------------------------------------------------
+
+
+async def setup_controllers(
+    mgr: Any,
+    integration_manager: IntegrationManager,
+    *,
+    options: ReconcilerOptions | None = None,
+    webhook_server: Any = None,
+    enabled_frameworks: Sequence[str] = (c.DEFAULT_FRAMEWORK,),
+    external_frameworks: Sequence[str] = (),
+) -> frozenset[str]:
+    """Set up the controllers, webhooks and indexes of the configured integrations
+    (Kueue's ``SetupControllers`` + ``SetupIndexes``); returns the names set up.
+
+    Each enabled framework whose API the server serves gets its reconciler (events
+    reported as ``<framework>-<manager name>-controller``) and its webhook; a framework
+    whose API is missing gets only its webhook, and a disabled one a no-op webhook.
+    """
+    opts = attrs.evolve(options or ReconcilerOptions(),
+                        integration_manager=integration_manager)
+    enabled = integration_manager.configure(enabled_frameworks, external_frameworks)
+    await integration_manager.setup_indexes(mgr.get_cache(), enabled)
+    webhook_options: dict[str, Any] = {
+        "integration_manager": integration_manager,
+        "manage_jobs_without_queue_name": opts.manage_jobs_without_queue_name,
+        "managed_jobs_namespace_selector": opts.managed_jobs_namespace_selector,
+        "queues": opts.queues,
+        "features": opts.features,
+    }
+    done: set[str] = set()
+    for name in integration_manager.get_integrations_list():
+        cb = integration_manager.get_integration(name)
+        assert cb is not None and cb.new_reconciler is not None
+        if name not in integration_manager.enabled_integrations():
+            if webhook_server is not None and cb.setup_webhook is not None:
+                cb.setup_webhook(webhook_server, mgr.get_client(), noop_webhook=True)
+            continue
+        gvk = cb.get_gvk()
+        try:
+            assert gvk is not None
+            await mgr.get_client().rest_mapper.rest_mapping(gvk)
+            served = True
+        except Exception as err:
+            log.info("API of %s (%s) is not served yet: %s", name, gvk, err)
+            served = False
+        if served:
+            recorder = mgr.get_event_recorder_for(f"{name}-{opts.manager_name}-controller")
+            for factory in (cb.new_reconciler, *cb.new_additional_reconcilers):
+                reconciler = factory(mgr.get_client(), mgr.get_cache(), recorder,
+                                     options=opts)
+                reconciler.setup_with_manager(mgr)
+            done.add(name)
+        if webhook_server is not None and cb.setup_webhook is not None:
+            cb.setup_webhook(webhook_server, mgr.get_client(), **webhook_options)
+    return frozenset(done)
