@@ -12,7 +12,8 @@ To add one:
 1. write an async context manager ``_<name>_backend(request)`` that yields a
    :class:`Backend`
    (a client on the backend, a fresh namespace created for the test, ``install_crd`` that
-   creates a CRD through the client and waits until it is ``Established`` *and* served,
+   creates a CRD through the client (on a shared cluster: tolerating one that exists)
+   and waits until it is ``Established`` *and* served,
    ``settle`` that waits for asynchronous effects, ``advance`` that lets clock time pass);
 2. add it to :data:`_FACTORIES` (:data:`BACKENDS` follows);
 3. if it needs an external process (``"cluster"``), mark the parameter with
@@ -156,7 +157,7 @@ class Backend:
         await self._advance(seconds)
 
     async def eventually(
-        self, check: Callable[[], Awaitable[None]], *, attempts: int = 50,
+        self, check: Callable[[], Awaitable[None]], *, attempts: int = 200,
         delay: float = 0.1,
     ) -> None:
         """Retry ``check`` (assertions, ``pytest.raises``) after settling until it passes."""

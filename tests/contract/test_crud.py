@@ -299,11 +299,20 @@ async def test_unknown_kind_is_rejected(backend: Backend) -> None:
                                  namespace=backend.namespace)
 
 
-async def test_immutable_uid(widgets: Backend) -> None:
+async def test_uid_is_a_precondition_of_update(widgets: Backend) -> None:
     obj = await widgets.client.create(widgets.widget("w1"))
     obj["metadata"]["uid"] = "00000000-0000-0000-0000-000000000000"
-    with pytest.raises(errors.Invalid) as exc:
+    with pytest.raises(errors.Conflict) as exc:
         await widgets.client.update(obj)
+    assert "Precondition failed: UID in precondition" in exc.value.message
+
+
+async def test_uid_cannot_be_patched(widgets: Backend) -> None:
+    await widgets.client.create(widgets.widget("w1"))
+    with pytest.raises(errors.Invalid) as exc:
+        await widgets.client.patch(
+            WIDGET, "w1", {"metadata": {"uid": "00000000-0000-0000-0000-000000000000"}},
+            namespace=widgets.namespace)
     assert any(c.get("field") == "metadata.uid" for c in exc.value.causes)
 
 

@@ -757,6 +757,13 @@ class APIServer:
                     info.gvk.group)
             if wanted_rv and wanted_rv != _meta(old).get("resourceVersion"):
                 raise errors.new_conflict(info.plural, name, _CONFLICT_MSG, info.gvk.group)
+            wanted_uid = _meta(request).get("uid")
+            if patcher is None and wanted_uid and wanted_uid != _meta(old).get("uid"):
+                # A PUT's uid is a storage precondition (defaultUpdatedObjectInfo).
+                raise errors.new_conflict(
+                    info.plural, name, f"Precondition failed: UID in precondition: "
+                    f"{wanted_uid}, UID in object meta: {_meta(old).get('uid')}",
+                    info.gvk.group)
             old_out = self._out(info, old)
             request = self._decode(info, request)
             mutated = await self._admit(True, info, "UPDATE", namespace, name, subresource,
