@@ -136,7 +136,7 @@ class APIServer:
         self._stores: dict[GroupResource, dict[Key, Object]] = {}
         self._histories: dict[GroupResource, History] = {}
         self._watchers: set[Watcher] = set()
-        self._gc_scheduled = False
+        self._gc_scheduled: asyncio.AbstractEventLoop | None = None
         self._gc_running = False
         self._random = random.Random()
         self._schemas: dict[GVK, StructuralSchema | None] = {}
@@ -364,17 +364,20 @@ class APIServer:
     # ------------------------------------------------------------------ internals: GC
 
     def _schedule_gc(self) -> None:
-        if self._gc_scheduled or self._gc_running:
+        if self._gc_running:
             return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return  # No loop (construction time): settle() or the next write will run it.
-        self._gc_scheduled = True
+        # A tick scheduled on another (maybe closed) loop will never run: schedule anew.
+        if self._gc_scheduled is loop:
+            return
+        self._gc_scheduled = loop
         loop.call_soon(self._gc_tick)
 
     def _gc_tick(self) -> None:
-        self._gc_scheduled = False
+        self._gc_scheduled = None
         self._gc_round()
 
     def _gc_round(self) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from typing import Any
 
@@ -350,3 +351,29 @@ async def test_unknown_kind_error_is_the_discovery_one(client: InMemoryClient) -
 
     with pytest.raises(DiscoveryError):
         await client.get(GVK("x.io", "v1", "Nope"), "n")
+
+
+def test_gc_survives_a_closed_event_loop() -> None:
+    server = APIServer(ManualClock())
+    client = server.client()
+
+    async def orphan_dependent(owner_name: str) -> None:
+        owner = await client.create(configmap(owner_name))
+        dep = configmap(f"{owner_name}-dep")
+        dep["metadata"]["ownerReferences"] = [owner_reference(owner)]
+        await client.create(dep)
+        await client.delete(CONFIGMAP, owner_name, namespace="default")  # GC scheduled
+
+    # A tick left scheduled on a loop that closed before running it (a server shared by
+    # tests with their own loops) must not stop collection on the next loop.
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(orphan_dependent("a"))
+    loop.close()
+    server._gc_scheduled = loop
+
+    async def later() -> list[str]:
+        await orphan_dependent("b")
+        await turns()
+        return [o["metadata"]["name"] for o in server.objects(CONFIGMAP, "default")]
+
+    assert asyncio.run(later()) == []
