@@ -7,8 +7,10 @@ Build a server, take clients from it, and hand those to the code under test::
     await client.create({...})
     await server.settle()   # let garbage collection and namespace cleanup finish
 
-See ``docs/testing.md`` for the fixtures, the manual clock, fault injection and where the
-in-memory server knowingly differs from a real kube-apiserver.
+``jobframework.testing.fixtures`` is a pytest plugin with ready-made fixtures;
+``jobframework.testing.http`` serves the same server over HTTP. See ``docs/testing.md``
+for the manual clock, fault injection and where the in-memory server knowingly differs
+from a real kube-apiserver.
 """
 
 from ..runtime.clock import ManualClock
