@@ -1,7 +1,7 @@
 """Replays outcomes recorded from a real kube-apiserver through the engines.
 
 ``data/kube_apiserver_golden.json`` was recorded from a local kube-apiserver (v1.36) by
-sending the same requests the engines model:
+``record_golden.py`` (run it again to re-record), sending the requests the engines model:
 
 * ``validation``: creates of random (often broken) objects of random CRD schemas; each
   case has the HTTP code and either the stored object (defaults applied, unknown fields
