@@ -168,4 +168,14 @@ touch "$PARTIAL/.complete"
 rm -rf "$OUT"
 mv "$PARTIAL" "$OUT"
 log "all components built in $((SECONDS - TOTAL_START))s: $OUT"
+
+# Keep the newest KUEUE_JF_KEEP_BUILDS (default 3) pin builds, so switching
+# between branches stays cheap without filling the disk (~500 MB per build).
+# Running processes are unaffected: they hold their executables open.
+keep="${KUEUE_JF_KEEP_BUILDS:-3}"
+ls -1dt "$CACHE"/bin/*/ 2>/dev/null | tail -n +"$((keep + 1))" | while read -r old; do
+	[[ -f "$old/.complete" || "$old" == *.partial/ ]] || continue
+	log "pruning old build ${old%/}"
+	rm -rf "${old%/}"
+done
 echo "$OUT"
