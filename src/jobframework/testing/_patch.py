@@ -15,6 +15,7 @@ the typed API errors the real kube-apiserver answers for the same bad patch:
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -171,6 +172,7 @@ def apply_json_patch(
             kind = op.get("op")
             if kind not in _OPS:
                 raise jsonpatch.InvalidJsonPatch(f"Unexpected kind: {kind!r}")
+            op = _go_op(doc, op)
             if kind == "test":
                 # jsonpatch's own test uses Python ==, which would let 1 pass for true.
                 if "value" not in op or not isinstance(op.get("path"), str):
@@ -187,6 +189,10 @@ def apply_json_patch(
                 parent, key = _parent(doc, op["path"])
                 if isinstance(parent, dict) and key not in parent:
                     op = {**op, "op": "add"}  # Go's json-patch (v4) replaces a missing member
+            if kind == "copy" and isinstance(op.get("from"), str):
+                parent, key = _parent(doc, op["from"])
+                if isinstance(parent, dict) and key not in parent:
+                    op = {"op": "add", "path": op.get("path"), "value": None}  # copies null
             doc = jsonpatch.JsonPatch([op]).apply(doc, in_place=True)
     except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException,
             KeyError, IndexError, TypeError, ValueError) as exc:
@@ -194,6 +200,46 @@ def apply_json_patch(
     if not isinstance(doc, dict):
         raise errors.Invalid(INVALID_JSON_PATCH_MESSAGE)
     return doc
+
+
+_GO_INDEX = re.compile(r"[+-]?[0-9]+")
+
+
+def _go_pointer(doc: Any, path: str, *, adding: bool) -> str:
+    # Go's json-patch (v4) reads array indexes with strconv.Atoi ("01", "+1") and counts
+    # negative ones from the end (-1 is the last item; for "add", -1 appends).
+    try:
+        parts = jsonpointer.JsonPointer(path).parts
+    except jsonpointer.JsonPointerException:
+        return path
+    node: Any = doc
+    out: list[str] = []
+    for i, token in enumerate(parts):
+        last = i == len(parts) - 1
+        if isinstance(node, list) and _GO_INDEX.fullmatch(token):
+            index = int(token)
+            if index < 0:
+                index += len(node) + (1 if adding and last else 0)
+            token = str(index) if index >= 0 else token
+        out.append(token)
+        if last:
+            break
+        try:
+            node = node[int(token)] if isinstance(node, list) else node[token]
+        except (KeyError, IndexError, ValueError, TypeError):
+            return jsonpointer.JsonPointer.from_parts([*out, *parts[i + 1:]]).path
+    return jsonpointer.JsonPointer.from_parts(out).path
+
+
+def _go_op(doc: Any, op: dict[str, Any]) -> dict[str, Any]:
+    op = dict(op)
+    if isinstance(op.get("path"), str):
+        op["path"] = _go_pointer(doc, op["path"], adding=op.get("op") in ("add", "copy", "move"))
+    if isinstance(op.get("from"), str):
+        op["from"] = _go_pointer(doc, op["from"], adding=False)
+    if op.get("op") in ("add", "replace") and "value" not in op:
+        op["value"] = None  # Go decodes a missing value as null
+    return op
 
 
 def _parent(doc: Any, path: str) -> tuple[Any, str]:

@@ -167,6 +167,28 @@ class TestJsonPatch:
         with pytest.raises(errors.Invalid):
             apply_json_patch(target, [{"op": "test", "path": "/spec/a", "value": None}])
 
+    @pytest.mark.parametrize(("op", "args"), [
+        ({"op": "remove", "path": "/a/-1"}, ["x", "y"]),
+        ({"op": "replace", "path": "/a/-1", "value": "z"}, ["x", "y", "z"]),
+        ({"op": "replace", "path": "/a/01", "value": "z"}, ["x", "z", "z"]),
+        ({"op": "replace", "path": "/a/+1", "value": "z"}, ["x", "z", "z"]),
+        ({"op": "add", "path": "/a/-1", "value": "w"}, ["x", "y", "z", "w"]),
+        ({"op": "add", "path": "/a/-4", "value": "w"}, ["w", "x", "y", "z"]),
+        ({"op": "copy", "from": "/a/-1", "path": "/a/0"}, ["z", "x", "y", "z"]),
+    ])
+    def test_go_array_indexes(self, op: dict[str, Any], args: list[str]) -> None:
+        # Recorded from kube-apiserver: Atoi-style indexes, negative ones from the end.
+        assert apply_json_patch({"a": ["x", "y", "z"]}, [op]) == {"a": args}
+
+    def test_go_null_leniencies(self) -> None:
+        assert apply_json_patch({"m": {}}, [{"op": "add", "path": "/m/x"}]) == {"m": {"x": None}}
+        assert apply_json_patch({"m": {}}, [{"op": "copy", "from": "/m/no", "path": "/m/x"}]) == {
+            "m": {"x": None}}
+        for bad in ({"op": "remove", "path": "/a/-4"}, {"op": "add", "path": "/a/-5", "value": 1},
+                    {"op": "move", "from": "/m/no", "path": "/m/x"}):
+            with pytest.raises(errors.Invalid):
+                apply_json_patch({"a": [1, 2, 3], "m": {}}, [bad])
+
     def test_decode_errors_read_as_the_apiserver_s(self) -> None:
         with pytest.raises(errors.BadRequest) as info:
             apply_json_patch({}, {"op": "add"})  # type: ignore[arg-type]
