@@ -326,3 +326,37 @@ async def test_top_level_job_ignores_its_owners() -> None:
     await w.client.update(job)
     await w.reconcile(TopLevel())
     assert len(w.workloads()) == 1
+
+
+async def test_orphan_without_controller_reference_is_released_not_finished() -> None:
+    w = World()
+    await w.create_job()
+    created = await w.create_workload()
+    created["metadata"]["ownerReferences"][0]["controller"] = False
+    await w.client.update(created)
+    # The reconciler reads the job as gone (a cache that saw the delete first).
+    w.server.faults.fail("get", error=errors.new_not_found("jobs", "test-job", "batch"),
+                         gvk=job_gvk(), name="test-job", times=1)
+    await w.reconcile(MockJob())
+    [wl] = w.workloads()
+    assert not wl["metadata"].get("finalizers")
+    assert "Finished" not in {x["type"] for x in
+                              (wl.get("status") or {}).get("conditions") or []}
+
+
+async def test_deleted_job_is_finalized() -> None:
+    w = World()
+    await w.create_job()
+    job = w.job()
+    job["metadata"]["finalizers"] = ["example.com/cleanup"]
+    await w.client.update(job)
+    await w.client.delete(job_gvk(), "test-job", namespace="default")
+    FinalizeJob.finalized = 0
+    await w.reconcile(FinalizeJob())
+    assert FinalizeJob.finalized == 1
+
+
+def job_gvk() -> Any:
+    from .helpers import JOB_GVK
+
+    return JOB_GVK
