@@ -439,14 +439,23 @@ def _leaf(lhs: Any, rhs: Any, path: FieldPath, cmp: _Comparison) -> None:
         cmp.modified.add(path)
 
 
+def _shape(lhs: Any, rhs: Any) -> type | None:
+    # The walkers follow the field's type: a null (or absent) side of a map or list field
+    # reads as an empty map or list; mismatched shapes compare as leaves.
+    kinds = {type(v) for v in (lhs, rhs) if v is not _MISSING and v is not None}
+    if kinds == {dict}:
+        return dict
+    if kinds == {list}:
+        return list
+    return None
+
+
 def _compare(lhs: Any, rhs: Any, typ: _Type, path: FieldPath, cmp: _Comparison) -> None:
     # structured-merge-diff's compareWalker: leaves are added/modified/removed, and inner
     # nodes present on one side only are added/removed too.
-    present = rhs if rhs is not _MISSING else lhs
-    same_kind = lhs is _MISSING or rhs is _MISSING or type(lhs) is type(rhs) or (
-        not isinstance(lhs, dict | list) and not isinstance(rhs, dict | list))
+    shape = _shape(lhs, rhs)
     in_leaf = True
-    if isinstance(present, dict) and same_kind:
+    if shape is dict:
         left = lhs if isinstance(lhs, dict) else {}
         right = rhs if isinstance(rhs, dict) else {}
         if typ.map_atomic() or (not left and not right):
@@ -456,7 +465,7 @@ def _compare(lhs: Any, rhs: Any, typ: _Type, path: FieldPath, cmp: _Comparison) 
             for key in [*left, *(k for k in right if k not in left)]:
                 _compare(left.get(key, _MISSING), right.get(key, _MISSING), typ.field(key),
                          (*path, ("f", key)), cmp)
-    elif isinstance(present, list) and same_kind:
+    elif shape is list:
         left_l = lhs if isinstance(lhs, list) else []
         right_l = rhs if isinstance(rhs, list) else []
         kind, _ = typ.list_kind()
@@ -485,6 +494,12 @@ def _merge(lhs: Any, rhs: Any, typ: _Type) -> Any:
         return copy.deepcopy(lhs)
     if lhs is _MISSING:
         return copy.deepcopy(rhs)
+    if rhs is None and lhs and not isinstance(lhs, str):
+        # Applying null to a map or keyed list changes nothing (the applier still owns it).
+        if isinstance(lhs, dict) and not typ.map_atomic():
+            return copy.deepcopy(lhs)
+        if isinstance(lhs, list) and typ.list_kind()[0] != "atomic":
+            return copy.deepcopy(lhs)
     if isinstance(lhs, dict) and isinstance(rhs, dict) and not typ.map_atomic():
         if not lhs and not rhs:
             return {}

@@ -361,6 +361,9 @@ class Recorder:
                     item["minCount"] = 1
                 pod_sets.append(item)
             spec["podSets"] = pod_sets
+        for key in ("m", "podSets", "args", "sel", "queueName"):
+            if rng.random() < .06:
+                spec[key] = None
         return spec
 
     def status(self) -> dict[str, Any]:

@@ -226,6 +226,16 @@ class TestRemoval:
         live = apply(None, _cfg({"queueName": "q"}), manager="m", force=False, now=T0)
         assert apply(live, _cfg({}), manager="m", force=False, now=T1)["spec"] is None
 
+    def test_null_applied_to_a_map_or_keyed_list_only_takes_ownership(self) -> None:
+        # As kube-apiserver: the walkers read null as an empty map/list there, so nothing
+        # changes but the applier owns the node; an atomic list is replaced by the null.
+        live = apply(None, _cfg({"m": {"a": "1"}, "podSets": [{"name": "x"}], "args": ["q"]}),
+                     manager="one", force=False, now=T0)
+        out = apply(live, _cfg({"m": None, "podSets": None, "args": None}), manager="two",
+                    force=True, now=T1)
+        assert out["spec"] == {"m": {"a": "1"}, "podSets": [{"name": "x"}], "args": None}
+        assert _owners(out)["two"] == {".spec.m", ".spec.podSets", ".spec.args"}
+
     def test_unowned_fields_survive(self) -> None:
         live = apply(None, _cfg({"a": 1}), manager="alice", force=False, now=T0)
         live = copy.deepcopy(live)
