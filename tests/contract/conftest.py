@@ -5,8 +5,11 @@ Every test here takes the ``backend`` fixture and talks to it only through
 :class:`Backend`. The tests assert only what a real kube-apiserver does too, so the same
 suite runs against the in-memory server, the HTTP front over it, and a real cluster.
 
-Backends are named in :data:`BACKENDS`: ``"memory"`` (the in-memory client) and
-``"http"`` (the REST client through ``jobframework.testing.http`` to the same server).
+Backends are named in :data:`BACKENDS`: ``"memory"`` (the in-memory client),
+``"http"`` (the REST client through ``jobframework.testing.http`` to the same server) and
+``"cluster"`` (the REST client on the real control plane of
+``jobframework.testing.cluster``, marked ``cluster``: ``nox -s integration`` runs it; see
+``_cluster_backend.py``).
 To add one:
 
 1. write an async context manager ``_<name>_backend(request)`` that yields a
@@ -248,17 +251,28 @@ async def _http_backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend
         yield Backend("http", client, namespace, install_crd, settle, advance)
 
 
+@contextlib.asynccontextmanager
+async def _cluster_backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
+    from ._cluster_backend import cluster_backend
+
+    async with cluster_backend(request) as b:
+        yield b
+
+
 _FACTORIES: dict[
     str, Callable[[pytest.FixtureRequest], contextlib.AbstractAsyncContextManager[Backend]]
 ] = {
     "memory": _memory_backend,
     "http": _http_backend,
+    "cluster": _cluster_backend,
 }
 BACKENDS = list(_FACTORIES)
 
 
 def _params() -> list[Any]:
-    return [pytest.param(name, id=name) for name in BACKENDS]
+    return [pytest.param(name, id=name,
+                         marks=[pytest.mark.cluster] if name == "cluster" else [])
+            for name in BACKENDS]
 
 
 @pytest.fixture(params=_params())

@@ -138,7 +138,7 @@ async def test_custom_resource_update_requires_resource_version(widgets: Backend
         await widgets.client.update(widgets.widget("w1", size=3))
     assert [c["field"] for c in exc.value.causes] == ["metadata.resourceVersion"]
     assert exc.value.message.endswith(
-        '"w1" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for '
+        '"w1" is invalid: metadata.resourceVersion: Invalid value: 0: must be specified for '
         "an update")
     blind_status = widgets.widget("w1")
     blind_status["status"] = {"phase": "x"}

@@ -756,7 +756,7 @@ class APIServer:
                 # The registry names the resource where the kind belongs (a known TODO).
                 raise errors.new_invalid(info.plural, name, [
                     {"reason": "FieldValueInvalid", "field": "metadata.resourceVersion",
-                     "message": "Invalid value: 0x0: must be specified for an update"}],
+                     "message": "Invalid value: 0: must be specified for an update"}],
                     info.gvk.group)
             if wanted_rv and wanted_rv != _meta(old).get("resourceVersion"):
                 raise errors.new_conflict(info.plural, name, _CONFLICT_MSG, info.gvk.group)
