@@ -30,7 +30,7 @@ from ..runtime.objects import GVK, Object, deep_copy
 from ..runtime.selectors import FieldSelector, LabelSelector
 from . import _apply, _defaults, _gc
 from ._gc import FINALIZER_FOREGROUND, FINALIZER_NAMESPACE, FINALIZER_ORPHAN
-from ._patch import apply_json_patch, json_equal, merge_patch
+from ._patch import apply_json_patch, json_equal, merge_patch, strategic_merge_patch
 from ._registry import (
     CRD_GVK,
     NAMESPACE_GVK,
@@ -99,9 +99,11 @@ def _unsupported_media_type() -> errors.ApiError:
 
 
 def apply_patch(target: Object, patch: Any, patch_type: PatchType) -> Object:
-    """Apply a merge or JSON patch; the single switch point for the patch engines."""
+    """Apply a merge, JSON or strategic merge patch; the single switch for the engines."""
     if patch_type == PatchType.JSON:
         return apply_json_patch(target, patch)
+    if patch_type == PatchType.STRATEGIC:
+        return strategic_merge_patch(target, patch)
     return merge_patch(target, patch)
 
 
@@ -820,9 +822,9 @@ class APIServer:
                 field_manager=field_manager, force=bool(force), dry_run=dry_run)
         if patch_type == PatchType.STRATEGIC and info.crd is not None:
             raise _unsupported_media_type()
-        # Built-in kinds get merge-patch semantics for strategic merge patches (no patch
-        # strategies are known for them here); see docs/testing.md.
-        effective = PatchType.JSON if patch_type == PatchType.JSON else PatchType.MERGE
+        # Built-in kinds merge keyed lists (containers, env, volumes, ...) by their patch
+        # merge keys; the table of keys lives with the engine (testing/_patch.py).
+        effective = patch_type
 
         def patcher(current: Object) -> Object:
             return apply_patch(current, deep_copy(patch), effective)
