@@ -42,9 +42,11 @@ class ApiError(Exception):
             "metadata": {},
             "status": "Failure",
             "message": self.message,
-            "reason": self.reason,
             "code": self.code,
         }
+        if self.reason:
+            # The real server omits an empty reason (metav1.Status ``omitempty``).
+            body["reason"] = self.reason
         if self.details:
             body["details"] = self.details
         return body
