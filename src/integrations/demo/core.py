@@ -220,9 +220,9 @@ async def ensure_sample_node(client: Client) -> None:
     node = sample_node()
     if not await _has_node(client, SAMPLE_NODE):
         status = node.pop("status")
-        created = await client.create(node)
-        created["status"] = status
-        await client.update_status(created)
+        await client.create(node)
+        # A merge patch, not an update: kwok and the node controller write it too.
+        await client.patch(NODE_GVK, SAMPLE_NODE, {"status": status}, subresource="status")
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         obj = await client.get(NODE_GVK, SAMPLE_NODE)
