@@ -1,0 +1,531 @@
+"""Our batch/v1 Job reconciler against real Kueue, side by side with Kueue's own.
+
+Two real clusters (``jobframework.testing.cluster``) run the same scenarios at once:
+
+* ``kueue``: the session cluster (``cluster_info``), where Kueue's built-in ``batch/job``
+  integration manages Jobs (its webhook suspends them, its reconciler makes Workloads);
+* ``python``: a second cluster started by this module where Kueue's ``batch/job``
+  integration is **off** (``integrations.frameworks`` lists only JobSet, whose CRD is not
+  installed) and ``Job.v1.batch`` is in ``integrations.externalFrameworks``, so Kueue's
+  core still admits, preempts and finishes Workloads owned by Jobs. Our manager runs
+  in-process: ``integrations.batchjob`` through ``setup_controllers`` on a
+  :class:`~jobframework.runtime.manager.Manager` with a RestClient from the cluster's
+  kubeconfig, and its webhook served on loopback and registered by URL, so Jobs are
+  created suspended by *our* webhook.
+
+Each scenario asserts the Kueue behaviour on both sides, then compares what the two
+controllers wrote: Workload names, labels, finalizers, owner references, specs,
+admissions and conditions (type, status, reason, message) must be equal once UIDs are
+factored out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import tempfile
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from integrations.batchjob import FRAMEWORK_NAME
+from integrations.batchjob import register as register_batchjob
+from jobframework import constants as c
+from jobframework.integrations import IntegrationManager
+from jobframework.naming import get_workload_name_for_owner_with_gvk
+from jobframework.reconciler import ReconcilerOptions, setup_controllers
+from jobframework.runtime import errors
+from jobframework.runtime.client.rest import RestClient, Timeouts
+from jobframework.runtime.manager import Manager
+from jobframework.runtime.objects import GVK
+from jobframework.testing.cluster import (
+    COMPLETE_DELAY_ANNOTATION,
+    EXTERNAL_FRAMEWORKS,
+    FLAVOR_LABEL,
+    QUEUE_LABEL,
+    ClusterInfo,
+    LocalCluster,
+    Topology,
+    cache_root,
+)
+from jobframework.webhook import (
+    WebhookServer,
+    WebhookSpec,
+    mutating_webhook_configuration,
+    rule,
+    validating_webhook_configuration,
+    write_serving_certs,
+)
+
+pytestmark = [pytest.mark.cluster, pytest.mark.asyncio(loop_scope="module")]
+
+JOB = GVK("batch", "v1", "Job")
+POD = GVK("", "v1", "Pod")
+NAMESPACE = GVK("", "v1", "Namespace")
+WORKLOAD = GVK("kueue.x-k8s.io", "v1beta2", "Workload")
+MUTATING = GVK("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration")
+VALIDATING = GVK("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration")
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+
+NS = "jf-e2e"
+QUEUE = "jf-queue"
+PREEMPT_QUEUE = "jf-preempt-queue"
+TIMEOUT = 120.0
+JSON = dict[str, Any]
+
+#: Kueue's built-in batch/job off; Jobs are an external framework. Kueue defaults an
+#: empty ``frameworks`` list to ``[batch/job]``, so one integration whose API is absent
+#: (Kueue waits for its CRD in the background) stands in.
+PYTHON_TOPOLOGY = Topology(
+    frameworks=("jobset.x-k8s.io/jobset",),
+    external_frameworks=(*EXTERNAL_FRAMEWORKS, "Job.v1.batch"),
+)
+_NOT_SYSTEM = {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn",
+                                     "values": ["kube-system", "kueue-system"]}]}
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+async def eventually(what: str, probe: Callable[[], Awaitable[Any]],
+                     limit: float = TIMEOUT) -> Any:
+    """Poll ``probe`` until it returns something truthy (never a fixed sleep)."""
+    deadline = time.monotonic() + limit
+    while True:
+        value = await probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {limit:.0f}s waiting for {what}")
+        await asyncio.sleep(0.2)
+
+
+def condition(obj: JSON | None, ctype: str) -> JSON | None:
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if cond.get("type") == ctype:
+            return dict(cond)
+    return None
+
+
+def is_true(obj: JSON | None, ctype: str) -> bool:
+    cond = condition(obj, ctype)
+    return cond is not None and cond.get("status") == "True"
+
+
+def conditions(obj: JSON) -> list[tuple[str, str, str, str]]:
+    """Conditions without timestamps, sorted by type."""
+    return sorted((cd["type"], cd["status"], cd.get("reason", ""), cd.get("message", ""))
+                  for cd in (obj.get("status") or {}).get("conditions") or [])
+
+
+def job_manifest(name: str, *, queue: str = QUEUE, cpu: str = "1", parallelism: int = 1,
+                 run: str = "2s", priority_class: str | None = None) -> JSON:
+    labels = {QUEUE_LABEL: queue}
+    if priority_class:
+        labels[PRIORITY_LABEL] = priority_class
+    return {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name, "namespace": NS, "labels": labels},
+        "spec": {
+            "parallelism": parallelism, "completions": parallelism,
+            "template": {
+                "metadata": {"annotations": {COMPLETE_DELAY_ANNOTATION: run}},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "main", "image": "busybox",
+                                    "resources": {"requests": {"cpu": cpu,
+                                                               "memory": "100Mi"}}}],
+                },
+            },
+        },
+    }
+
+
+@dataclass
+class Env:
+    """One cluster as a scenario sees it."""
+
+    name: str
+    info: ClusterInfo
+    client: RestClient
+
+    async def create_job(self, manifest: JSON) -> JSON:
+        created = await self.client.create(manifest)
+        # Both webhooks (Kueue's and ours) suspend a queued Job on creation.
+        assert created["spec"]["suspend"] is True, f"{self.name}: the webhook suspends Jobs"
+        return created
+
+    async def job(self, name: str) -> JSON:
+        return await self.client.get(JOB, name, namespace=NS)
+
+    async def workload(self, job: JSON) -> JSON | None:
+        uid = job["metadata"]["uid"]
+        listed = await self.client.list(WORKLOAD, namespace=NS,
+                                        label_selector=f"{c.JOB_UID_LABEL}={uid}")
+        items = [w for w in listed.items
+                 if any(o.get("uid") == uid for o in w["metadata"].get("ownerReferences", []))]
+        assert len(items) <= 1, f"{self.name}: one Workload per Job, got {len(items)}"
+        return items[0] if items else None
+
+    async def wait_workload(self, job: JSON, what: str,
+                            check: Callable[[JSON], bool]) -> JSON:
+        async def probe() -> JSON | None:
+            wl = await self.workload(job)
+            return wl if wl is not None and check(wl) else None
+
+        found: JSON = await eventually(
+            f"{self.name}: Workload of {job['metadata']['name']} {what}", probe)
+        return found
+
+    async def wait_job(self, name: str, what: str, check: Callable[[JSON], bool]) -> JSON:
+        async def probe() -> JSON | None:
+            job = await self.job(name)
+            return job if check(job) else None
+
+        found: JSON = await eventually(f"{self.name}: Job {name} {what}", probe)
+        return found
+
+    async def pods(self, job_name: str) -> list[JSON]:
+        listed = await self.client.list(
+            POD, namespace=NS, label_selector=f"batch.kubernetes.io/job-name={job_name}")
+        return list(listed.items)
+
+
+def uid_free(obj: Any, job: JSON) -> Any:
+    """``obj`` with the Job's UID (and resourceVersions) replaced, for comparing clusters."""
+    text = json.dumps(obj, sort_keys=True).replace(job["metadata"]["uid"], "<job-uid>")
+    return json.loads(text)
+
+
+def identity(wl: JSON, job: JSON) -> JSON:
+    """What a Workload's creator decides: name, labels, annotations, finalizers, owners, spec."""
+    meta = wl["metadata"]
+    expected = get_workload_name_for_owner_with_gvk(
+        job["metadata"]["name"], job["metadata"]["uid"], JOB)
+    # The name hashes the Job's UID, which differs between clusters: compare the rule.
+    name = "<job-<name>-<hash of uid>>" if meta["name"] == expected else meta["name"]
+    out: JSON = uid_free({
+        "name": name, "labels": meta.get("labels"),
+        "annotations": meta.get("annotations"), "finalizers": meta.get("finalizers"),
+        "ownerReferences": meta.get("ownerReferences"), "spec": wl["spec"],
+    }, job)
+    return out
+
+
+def is_complete(job: JSON) -> bool:
+    return is_true(job, "Complete")
+
+
+# --------------------------------------------------------------------------- clusters
+
+
+async def _setup_queues(client: RestClient) -> None:
+    """A namespace with two LocalQueues: a 2-flavor queue and a preempting one."""
+    objects: list[JSON] = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
+         "metadata": {"name": "jf-low"}, "value": 100},
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
+         "metadata": {"name": "jf-high"}, "value": 1000},
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+         "metadata": {"name": "jf-cq"},
+         "spec": {"namespaceSelector": {}, "resourceGroups": [{
+             "coveredResources": ["cpu", "memory"],
+             "flavors": [{"name": f, "resources": [{"name": "cpu", "nominalQuota": "4"},
+                                                   {"name": "memory", "nominalQuota": "8Gi"}]}
+                         for f in ("on-demand", "spot")]}]}},
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+         "metadata": {"name": "jf-preempt-cq"},
+         "spec": {"namespaceSelector": {},
+                  "preemption": {"withinClusterQueue": "LowerPriority"},
+                  "resourceGroups": [{
+                      "coveredResources": ["cpu", "memory"],
+                      "flavors": [{"name": "on-demand",
+                                   "resources": [{"name": "cpu", "nominalQuota": "2"},
+                                                 {"name": "memory", "nominalQuota": "8Gi"}]}]}]}},
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+         "metadata": {"name": QUEUE, "namespace": NS}, "spec": {"clusterQueue": "jf-cq"}},
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+         "metadata": {"name": PREEMPT_QUEUE, "namespace": NS},
+         "spec": {"clusterQueue": "jf-preempt-cq"}},
+    ]
+    for obj in objects:
+        with contextlib.suppress(errors.AlreadyExists):
+            await client.create(obj)
+    cq_gvk = GVK("kueue.x-k8s.io", "v1beta2", "ClusterQueue")
+    for name in ("jf-cq", "jf-preempt-cq"):
+        async def active(name: str = name) -> bool:
+            return is_true(await client.get(cq_gvk, name), "Active")
+
+        await eventually(f"ClusterQueue {name} Active", active)
+
+    async def service_account() -> bool:
+        try:
+            await client.get(GVK("", "v1", "ServiceAccount"), "default", namespace=NS)
+            return True
+        except errors.NotFound:
+            return False
+
+    await eventually(f"ServiceAccount {NS}/default", service_account)
+
+
+@contextlib.asynccontextmanager
+async def _python_integration(info: ClusterInfo, client: RestClient) -> AsyncIterator[None]:
+    """Our batch/job integration, in-process, with its webhook registered by URL."""
+    im = IntegrationManager()
+    register_batchjob(im)
+    mgr = Manager(client, graceful_shutdown_timeout=10.0, cache_sync_timeout=TIMEOUT)
+    with tempfile.TemporaryDirectory(prefix="jf-batchjob-webhook-") as cert_dir:
+        certs = write_serving_certs(cert_dir, ("127.0.0.1", "localhost"))
+        server = WebhookServer(cert_dir=cert_dir, shutdown_timeout=5.0)
+        # Kueue v0.19 defaults ``waitForPodsReady`` to a non-nil struct, which *enables*
+        # it (``waitforpodsready.Enabled`` is ``cfg != nil``): its Job reconciler writes
+        # ``PodsReady``. Same configuration here.
+        options = ReconcilerOptions(wait_for_pods_ready=True)
+        done = await setup_controllers(mgr, im, options=options,
+                                       webhook_server=server,
+                                       enabled_frameworks=[FRAMEWORK_NAME])
+        assert done == {FRAMEWORK_NAME}
+        await server.listen()
+        task = asyncio.create_task(mgr.start(), name="jf-batchjob-manager")
+        names: list[tuple[GVK, str]] = []
+        try:
+            await asyncio.wait_for(mgr.elected(), TIMEOUT)
+            url = server.url()
+            # As Kueue's markers: defaulting on create, validation on create and update.
+            hooks = [
+                (MUTATING, mutating_webhook_configuration("jf-batchjob", [WebhookSpec(
+                    name="mjob.jobframework.test", path="/mutate-batch-v1-job",
+                    rules=[rule("batch", "v1", "jobs", ("CREATE",))],
+                    namespace_selector=_NOT_SYSTEM, timeout_seconds=10)],
+                    url=url, ca_bundle=certs.ca_bundle)),
+                (VALIDATING, validating_webhook_configuration("jf-batchjob", [WebhookSpec(
+                    name="vjob.jobframework.test", path="/validate-batch-v1-job",
+                    rules=[rule("batch", "v1", "jobs", ("CREATE", "UPDATE"))],
+                    namespace_selector=_NOT_SYSTEM, timeout_seconds=10)],
+                    url=url, ca_bundle=certs.ca_bundle)),
+            ]
+            for gvk, manifest in hooks:
+                with contextlib.suppress(errors.NotFound):
+                    await client.delete(gvk, manifest["metadata"]["name"])
+                await client.create(manifest)
+                names.append((gvk, manifest["metadata"]["name"]))
+            probe = job_manifest("jf-webhook-probe")
+
+            async def suspended_by_our_webhook() -> bool:
+                out = await client.create(probe, dry_run=True)
+                return bool(out["spec"].get("suspend"))
+
+            await eventually("our Job webhook to suspend a queued Job (dry run)",
+                             suspended_by_our_webhook)
+            yield
+        finally:
+            for gvk, name in reversed(names):
+                with contextlib.suppress(errors.ApiError):
+                    await client.delete(gvk, name)
+            await mgr.stop()
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await task
+            await server.stop()
+
+
+@pytest.fixture(scope="module")
+def python_cluster(request: pytest.FixtureRequest) -> Any:
+    """A second cluster whose Kueue leaves batch/v1 Jobs to an external controller.
+
+    ``KUEUE_JF_PYTHON_CLUSTER_DIR`` names the state dir of one already started with
+    :data:`PYTHON_TOPOLOGY` (reused and left running), which is quick while iterating.
+    """
+    reuse = os.environ.get("KUEUE_JF_PYTHON_CLUSTER_DIR")
+    if reuse:
+        info = LocalCluster(Path(reuse)).info()
+        if info is None:
+            pytest.fail(f"KUEUE_JF_PYTHON_CLUSTER_DIR={reuse} but no cluster runs there")
+        yield info
+        return
+    state_dir = cache_root() / "clusters" / f"pytest-{os.getpid()}-python"
+    cluster = LocalCluster(state_dir, PYTHON_TOPOLOGY)
+    started = time.monotonic()
+    info = cluster.up()
+    print(f"\npython-side cluster up in {time.monotonic() - started:.1f}s")
+    failed_before = request.session.testsfailed
+    try:
+        yield info
+    finally:
+        cluster.down()
+        if request.session.testsfailed == failed_before:
+            shutil.rmtree(state_dir, ignore_errors=True)
+        else:
+            print(f"\npython-side cluster logs kept in {state_dir}/logs")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def envs(cluster_info: ClusterInfo,
+               python_cluster: ClusterInfo) -> AsyncIterator[tuple[Env, Env]]:
+    """(Kueue's own integration, ours), each with its queues; ours running in-process."""
+    timeouts = Timeouts(read=30.0, watch_inactivity=60.0)
+    async with await RestClient.from_kubeconfig(cluster_info.kubeconfig,
+                                                timeouts=timeouts) as kc, \
+            await RestClient.from_kubeconfig(python_cluster.kubeconfig,
+                                             timeouts=timeouts) as pc:
+        await asyncio.gather(_setup_queues(kc), _setup_queues(pc))
+        async with _python_integration(python_cluster, pc):
+            yield Env("kueue", cluster_info, kc), Env("python", python_cluster, pc)
+
+
+async def both(envs: tuple[Env, Env],
+               scenario: Callable[[Env], Awaitable[Any]]) -> tuple[Any, Any]:
+    """Run ``scenario`` on both clusters at once; return (kueue's result, ours)."""
+    kueue, python = await asyncio.gather(scenario(envs[0]), scenario(envs[1]))
+    return kueue, python
+
+
+def suffix() -> str:
+    return secrets.token_hex(3)
+
+
+# --------------------------------------------------------------------------- scenarios
+
+
+async def test_job_is_admitted_runs_on_kwok_nodes_and_finishes(envs: tuple[Env, Env]) -> None:
+    name = f"sample-{suffix()}"
+
+    async def scenario(env: Env) -> JSON:
+        job = await env.create_job(job_manifest(name, parallelism=2, run="2s"))
+        wl = await env.wait_workload(job, "exists", lambda wl: True)
+        first = identity(wl, job)
+        assert wl["metadata"]["name"] == get_workload_name_for_owner_with_gvk(
+            name, job["metadata"]["uid"], JOB)
+        admitted = await env.wait_workload(job, "admitted", lambda wl: is_true(wl, "Admitted"))
+        running = await env.wait_job(name, "unsuspended",
+                                     lambda j: j["spec"].get("suspend") is False)
+        node_selector = running["spec"]["template"]["spec"].get("nodeSelector")
+        assert node_selector == {FLAVOR_LABEL: "on-demand"}, env.name
+
+        async def pods_on_kwok() -> list[JSON] | None:
+            pods = await env.pods(name)
+            bound = [p for p in pods if p["spec"].get("nodeName", "").startswith("kwok-")]
+            return pods if len(bound) == 2 else None
+
+        pods = await eventually(f"{env.name}: 2 pods bound to kwok nodes", pods_on_kwok)
+        assert {p["spec"]["nodeName"].rsplit("-", 1)[0] for p in pods} == {"kwok-on-demand"}
+        await env.wait_job(name, "complete", is_complete)
+        finished = await env.wait_workload(job, "finished", lambda wl: is_true(wl, "Finished"))
+        # The resource-in-use finalizer goes once the Workload is finished (Kueue releases
+        # it in a later reconcile, so this waits rather than snapshots).
+        await env.wait_workload(job, "released", lambda wl: not wl["metadata"].get("finalizers"))
+        return {"identity": first, "admission": uid_free(admitted["status"]["admission"], job),
+                "finished": conditions(uid_free(finished, job))}
+
+    kueue, python = await both(envs, scenario)
+    assert python["identity"] == kueue["identity"]
+    assert python["identity"]["finalizers"] == [c.RESOURCE_IN_USE_FINALIZER_NAME]
+    assert python["admission"] == kueue["admission"]
+    assert python["finished"] == kueue["finished"]
+    # Kueue copies the Job's Complete condition message ("Reached expected number of
+    # succeeded pods") into Finished.
+    assert ("Finished", "True", "Succeeded") in [cd[:3] for cd in python["finished"]]
+    assert ("PodsReady", "True", "Started") in [cd[:3] for cd in python["finished"]]
+
+
+async def test_job_that_does_not_fit_waits_until_quota_frees(envs: tuple[Env, Env]) -> None:
+    tag = suffix()
+    names = [f"fill-{i}-{tag}" for i in range(2)]
+    late = f"late-{tag}"
+
+    async def scenario(env: Env) -> JSON:
+        # Two 4-cpu Jobs take both flavors of jf-cq; the third must wait.
+        fill = [await env.create_job(job_manifest(n, cpu="2", parallelism=2, run="6s"))
+                for n in names]
+        admitted = [await env.wait_workload(j, "admitted", lambda wl: is_true(wl, "Admitted"))
+                    for j in fill]
+        flavors = sorted(a["status"]["admission"]["podSetAssignments"][0]["flavors"]["cpu"]
+                         for a in admitted)
+        assert flavors == ["on-demand", "spot"], env.name
+        waiting = await env.create_job(job_manifest(late, cpu="2", parallelism=2, run="1s"))
+
+        def pending(wl: JSON) -> bool:
+            cond = condition(wl, "QuotaReserved")
+            return cond is not None and cond["status"] == "False" and \
+                cond.get("reason") == "Pending"
+
+        pending_wl = await env.wait_workload(waiting, "pending", pending)
+        job = await env.job(late)
+        assert job["spec"]["suspend"] is True, f"{env.name}: a Job without quota stays suspended"
+        assert not any(await env.pods(late)), env.name
+        # Only one fill Job can have finished while the late one is still pending.
+        assert sum([is_complete(await env.job(n)) for n in names]) < 2
+        await env.wait_workload(waiting, "admitted", lambda wl: is_true(wl, "Admitted"))
+        await env.wait_job(late, "complete", is_complete)
+        done = await env.wait_workload(waiting, "finished", lambda wl: is_true(wl, "Finished"))
+        return {"pending": [cd[:3] for cd in conditions(pending_wl)],
+                "finished": conditions(uid_free(done, waiting))}
+
+    kueue, python = await both(envs, scenario)
+    assert python["pending"] == kueue["pending"]
+    assert python["finished"] == kueue["finished"]
+
+
+async def test_preemption_suspends_restores_requeues_and_reruns(envs: tuple[Env, Env]) -> None:
+    tag = suffix()
+    low, high = f"low-{tag}", f"high-{tag}"
+
+    async def scenario(env: Env) -> JSON:
+        low_job = await env.create_job(job_manifest(
+            low, queue=PREEMPT_QUEUE, cpu="2", run="15s", priority_class="jf-low"))
+        original_template = low_job["spec"]["template"]
+        await env.wait_workload(low_job, "admitted", lambda wl: is_true(wl, "Admitted"))
+        await env.wait_job(low, "running", lambda j: (j.get("status") or {}).get("active", 0) >= 1)
+        high_job = await env.create_job(job_manifest(
+            high, queue=PREEMPT_QUEUE, cpu="2", run="2s", priority_class="jf-high"))
+
+        def requeued_after_preemption(wl: JSON) -> bool:
+            # Kueue's core evicts; the job reconciler stops the Job, then releases the
+            # quota reservation and sets Requeued=True (the state the Workload keeps).
+            return (condition(wl, "Evicted") or {}).get("reason") == "Preempted" and \
+                is_true(wl, "Requeued") and not is_true(wl, "QuotaReserved")
+
+        evicted = await env.wait_workload(low_job, "preempted and requeued",
+                                          requeued_after_preemption)
+        stopped = await env.wait_job(low, "suspended again",
+                                     lambda j: j["spec"].get("suspend") is True)
+        # The admission's node selector is gone again: the template is the original one.
+        assert stopped["spec"]["template"] == original_template, env.name
+        assert is_true(evicted, "Preempted"), env.name
+        await env.wait_job(high, "complete", is_complete)
+        await env.wait_workload(high_job, "finished", lambda wl: is_true(wl, "Finished"))
+        readmitted = await env.wait_workload(low_job, "admitted again",
+                                             lambda wl: is_true(wl, "Admitted"))
+        rerun = await env.wait_job(low, "unsuspended again",
+                                   lambda j: j["spec"].get("suspend") is False)
+        assert rerun["spec"]["template"]["spec"]["nodeSelector"] == {FLAVOR_LABEL: "on-demand"}
+        await env.wait_job(low, "complete", is_complete)
+        done = await env.wait_workload(low_job, "finished", lambda wl: is_true(wl, "Finished"))
+        return {
+            "evicted": [cd[:3] for cd in conditions(evicted)],
+            # PodsReady flips as soon as the re-run's pod starts: not part of the snapshot.
+            "readmitted": [cd[:3] for cd in conditions(readmitted) if cd[0] != "PodsReady"],
+            "requeue_state": (readmitted.get("status") or {}).get("requeueState"),
+            "finished": [cd[:3] for cd in conditions(done)],
+            "identity": identity(done, low_job),
+        }
+
+    kueue, python = await both(envs, scenario)
+    evicted = {cd[0]: cd for cd in python["evicted"]}
+    assert evicted["Evicted"] == ("Evicted", "True", "Preempted")
+    assert evicted["Requeued"] == ("Requeued", "True", "Preempted")
+    assert evicted["Preempted"] == ("Preempted", "True", "InClusterQueue")
+    assert python["evicted"] == kueue["evicted"]
+    assert python["readmitted"] == kueue["readmitted"]
+    assert python["requeue_state"] == kueue["requeue_state"]
+    assert python["finished"] == kueue["finished"]
+    assert python["identity"] == kueue["identity"]
