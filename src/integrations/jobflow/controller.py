@@ -270,10 +270,20 @@ class JobFlowReconciler:
 
     async def _suspend(self, job: Object, *, restore: bool) -> Object:
         job = copy.deepcopy(job)
-        job.setdefault("spec", {})["suspend"] = True
-        if restore:
-            restore_info(job)
-        return await self.writer.update(job)
+        if not job.setdefault("spec", {}).get("suspend"):
+            job["spec"]["suspend"] = True
+            job = copy.deepcopy(await self.writer.update(job))
+        if not restore:
+            return job
+        # The API server lets a Job's scheduling directives change only once it *was*
+        # suspended and has no startTime (as Kueue's Job.Stop: suspend, clear startTime,
+        # then restore), so a single update doing all three is rejected as immutable.
+        if (job.get("status") or {}).get("startTime"):
+            job["status"].pop("startTime")
+            job = copy.deepcopy(await self.writer.update_status(job))
+        if restore_info(job):
+            job = await self.writer.update(job)
+        return job
 
     async def _resume(self, job: Object, info: PodSetInfo | None) -> Object:
         job = copy.deepcopy(job)
