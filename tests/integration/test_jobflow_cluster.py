@@ -1,0 +1,450 @@
+"""JobFlow through the real Kueue manager on the local cluster.
+
+Each test runs our external-framework manager (:mod:`integrations.manager`) in-process
+against the session's cluster: CRDs, webhooks over loopback TLS, the DAG controller and
+the generic reconciler. Kueue (the real Go manager) admits, preempts and accounts quota;
+kwok runs the pods. Tests that need a particular queue make their own ClusterQueue and
+LocalQueue so they do not depend on what other tests left behind.
+
+Everything polls with generous limits (the machine may be loaded); nothing sleeps for a
+fixed time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import decimal
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from integrations.demo import DemoOptions, run_demo
+from integrations.demo.core import SAMPLE_NODE
+from integrations.demo.follow import CLUSTER_QUEUE_GVK, cluster_queue_usage
+from integrations.jobflow import JOB_GVK, JOBFLOW_GVK
+from integrations.manager import ExternalFrameworkManager
+from jobframework.runtime.client import PropagationPolicy
+from jobframework.runtime.client.rest import RestClient
+from jobframework.runtime.errors import NotFound
+from jobframework.runtime.objects import GVK, Object
+from jobframework.testing.cluster import COMPLETE_DELAY_ANNOTATION, ClusterInfo
+from jobframework.workload import WORKLOAD_GVK
+
+pytestmark = pytest.mark.cluster
+
+NS = "default"
+TIMEOUT = 120.0
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+LOCAL_QUEUE_GVK = GVK("kueue.x-k8s.io", "v1beta2", "LocalQueue")
+WPC_GVK = GVK("kueue.x-k8s.io", "v1beta2", "WorkloadPriorityClass")
+POD_GVK = GVK("", "v1", "Pod")
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+async def eventually(what: str, probe: Callable[[], Awaitable[Any]],
+                     limit: float = TIMEOUT) -> Any:
+    """Poll ``probe`` until it returns something truthy; fail after ``limit`` seconds."""
+    deadline = time.monotonic() + limit
+    while True:
+        value = await probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {limit:.0f}s waiting for {what}")
+        await asyncio.sleep(0.25)
+
+
+def condition(obj: Object | None, ctype: str) -> dict[str, Any] | None:
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if cond.get("type") == ctype:
+            return dict(cond)
+    return None
+
+
+def is_true(obj: Object | None, ctype: str) -> bool:
+    cond = condition(obj, ctype)
+    return cond is not None and cond.get("status") == "True"
+
+
+def controller_uid(obj: Object) -> str | None:
+    for ref in obj["metadata"].get("ownerReferences") or []:
+        if ref.get("controller"):
+            return str(ref["uid"])
+    return None
+
+
+async def workload_of(client: RestClient, owner: Object) -> Object | None:
+    """The Workload whose controller is ``owner`` (by UID)."""
+    uid = owner["metadata"]["uid"]
+    for wl in (await client.list(WORKLOAD_GVK, namespace=NS)).items:
+        if controller_uid(wl) == uid:
+            return wl
+    return None
+
+
+async def get_or_none(client: RestClient, gvk: GVK, name: str,
+                      namespace: str | None = NS) -> Object | None:
+    try:
+        return await client.get(gvk, name, namespace=namespace)
+    except NotFound:
+        return None
+
+
+async def delete(client: RestClient, gvk: GVK, name: str, namespace: str | None = NS) -> None:
+    try:
+        await client.delete(gvk, name, namespace=namespace,
+                            propagation_policy=PropagationPolicy.BACKGROUND)
+    except NotFound:
+        return
+    await eventually(f"{gvk.kind} {name} deleted",
+                     lambda: _gone(client, gvk, name, namespace), 60)
+
+
+async def _gone(client: RestClient, gvk: GVK, name: str, namespace: str | None) -> bool:
+    return await get_or_none(client, gvk, name, namespace) is None
+
+
+def step(name: str, *, cpu: str = "1", run: str = "2s", pods: int = 1,
+         deps: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A flow whose pods request ``cpu`` and run ``run`` on kwok."""
+    return {"name": name, "dependencies": list(deps), "jobTemplate": {
+        "parallelism": pods, "completions": pods,
+        "template": {
+            "metadata": {"annotations": {COMPLETE_DELAY_ANNOTATION: run}},
+            "spec": {"containers": [{
+                "name": "main", "image": "registry.example/fake:1",
+                "resources": {"requests": {"cpu": cpu, "memory": "128Mi"}}}]}}}}
+
+
+def jobflow(name: str, queue: str, flows: list[dict[str, Any]],
+            priority: str | None = None) -> Object:
+    labels = {QUEUE_LABEL: queue}
+    if priority:
+        labels[PRIORITY_LABEL] = priority
+    return {"apiVersion": JOBFLOW_GVK.api_version, "kind": JOBFLOW_GVK.kind,
+            "metadata": {"name": name, "namespace": NS, "labels": labels},
+            "spec": {"flows": flows}}
+
+
+def state_of(jf: Object | None) -> str:
+    return str(((jf or {}).get("status") or {}).get("state") or "")
+
+
+def phases(jf: Object | None) -> dict[str, str]:
+    return {str(f["name"]): str(f.get("phase")) for f in
+            ((jf or {}).get("status") or {}).get("flows") or []}
+
+
+def cpu_in_use(cq: Object) -> decimal.Decimal:
+    used, _ = cluster_queue_usage(cq)
+    return used.get("cpu", decimal.Decimal(0))
+
+
+class Queue:
+    """A ClusterQueue of its own (one flavor) with a LocalQueue of the same name."""
+
+    def __init__(self, client: RestClient, prefix: str, cpu: str,
+                 preemption: dict[str, Any] | None = None) -> None:
+        self.client = client
+        self.name = f"{prefix}-{uuid.uuid4().hex[:6]}"
+        self.cpu = cpu
+        self.preemption = preemption
+
+    async def create(self) -> None:
+        spec: dict[str, Any] = {
+            "namespaceSelector": {},
+            "resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": [{
+                "name": "on-demand", "resources": [
+                    {"name": "cpu", "nominalQuota": self.cpu},
+                    {"name": "memory", "nominalQuota": "8Gi"}]}]}],
+        }
+        if self.preemption:
+            spec["preemption"] = self.preemption
+        await self.client.create({"apiVersion": CLUSTER_QUEUE_GVK.api_version,
+                                  "kind": "ClusterQueue", "metadata": {"name": self.name},
+                                  "spec": spec})
+        await self.client.create({"apiVersion": LOCAL_QUEUE_GVK.api_version,
+                                  "kind": "LocalQueue",
+                                  "metadata": {"name": self.name, "namespace": NS},
+                                  "spec": {"clusterQueue": self.name}})
+
+        async def active() -> bool:
+            cq = await self.client.get(CLUSTER_QUEUE_GVK, self.name)
+            return is_true(cq, "Active")
+
+        await eventually(f"ClusterQueue {self.name} Active", active, 60)
+
+    async def cluster_queue(self) -> Object:
+        return await self.client.get(CLUSTER_QUEUE_GVK, self.name)
+
+    async def delete(self) -> None:
+        await delete(self.client, LOCAL_QUEUE_GVK, self.name)
+        await delete(self.client, CLUSTER_QUEUE_GVK, self.name, None)
+
+
+# -- fixtures --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def client(cluster_info: ClusterInfo) -> AsyncIterator[RestClient]:
+    async with await RestClient.from_kubeconfig(cluster_info.kubeconfig) as c:
+        yield c
+
+
+@pytest.fixture
+async def manager(client: RestClient) -> AsyncIterator[ExternalFrameworkManager]:
+    async with ExternalFrameworkManager(client) as mgr:
+        yield mgr
+
+
+@pytest.fixture
+async def cleanup(client: RestClient) -> AsyncIterator[list[tuple[GVK, str, str | None]]]:
+    """Objects to delete after the test (JobFlows first, then queues and classes)."""
+    todo: list[tuple[GVK, str, str | None]] = []
+    yield todo
+    for gvk, name, namespace in todo:
+        await delete(client, gvk, name, namespace)
+
+
+# -- tests -----------------------------------------------------------------------------------
+
+
+async def test_demo_core_loop_runs_the_seed_samples_through_real_kueue(
+        client: RestClient) -> None:
+    lines: list[str] = []
+    result = await run_demo(client, DemoOptions(create_sample_node=True, cleanup=False,
+                                                timeout=TIMEOUT, step_time="2s"),
+                            lines.append)
+    try:
+        assert result.ok, (result.problems, "\n".join(lines))
+        assert set(result.created) == {
+            "example.yaml", "example-sameNode.yaml", "example-shareVolume.yaml",
+            "example-with-jobTemplate.yaml", "example-with-jobTemplate1.yaml",
+            "(demo) pipeline-a", "(demo) pipeline-b"}
+        assert set(result.states.values()) == {"Succeed"}
+        # The invalid sample is refused by our webhook, naming the field and the value.
+        message = result.rejected["example-job-error.yaml"]
+        assert 'spec.flows[2].dependencies[1]: Not found: "job2"' in message
+        assert "JOBFLOW" in result.table and "pipeline-b" in result.table
+        assert any("admitted by ClusterQueue cluster-queue" in line for line in lines)
+        assert any("reclaimable pods" in line for line in lines)
+
+        nodes = set()
+        for file, name in result.created.items():
+            jf = await client.get(JOBFLOW_GVK, name, namespace=NS)
+            assert state_of(jf) == "Succeed", file
+            # One Workload, made by our reconciler, controlled by the JobFlow, admitted
+            # and finished by Kueue.
+            wl = await workload_of(client, jf)
+            assert wl is not None, f"no Workload owned by {name}"
+            assert [p["name"] for p in wl["spec"]["podSets"]] == \
+                [f["name"] for f in jf["spec"]["flows"]]
+            assert is_true(wl, "Admitted") or is_true(wl, "Finished")
+            assert is_true(wl, "Finished")
+            for flow in jf["spec"]["flows"]:
+                job = await client.get(JOB_GVK, f"{name}-{flow['name']}", namespace=NS)
+                assert controller_uid(job) == jf["metadata"]["uid"]
+                assert is_true(job, "Complete")
+                # Never queued on its own: no queue label, never suspended, no Workload.
+                assert QUEUE_LABEL not in (job["metadata"].get("labels") or {})
+                assert condition(job, "Suspended") is None, job["status"]
+                assert await workload_of(client, job) is None
+                pods = (await client.list(
+                    POD_GVK, namespace=NS,
+                    label_selector=f"batch.kubernetes.io/job-name={job['metadata']['name']}"
+                )).items
+                assert pods and all(p["status"]["phase"] == "Succeeded" for p in pods)
+                for pod in pods:
+                    nodes.add(pod["spec"]["nodeName"])
+                    if file == "example-sameNode.yaml":
+                        assert pod["spec"]["nodeName"] == SAMPLE_NODE
+        assert nodes <= {SAMPLE_NODE} | {f"kwok-{f}-{i}" for f in ("on-demand", "spot")
+                                        for i in range(2)}
+    finally:
+        for name in result.created.values():
+            await delete(client, JOBFLOW_GVK, name)
+
+
+async def test_two_jobflows_compete_for_a_small_cluster_queue(
+        client: RestClient, manager: ExternalFrameworkManager,
+        cleanup: list[tuple[GVK, str, str | None]]) -> None:
+    del manager
+    queue = Queue(client, "jf-small", cpu="2")
+    await queue.create()
+    cleanup.append((LOCAL_QUEUE_GVK, queue.name, NS))
+    cleanup.append((CLUSTER_QUEUE_GVK, queue.name, None))
+    # Each flow needs the whole queue (two 1-cpu steps); the second must wait.
+    flows = [step("a", run="3s"), step("b", run="3s", deps=("a",))]
+    first = await client.create(jobflow("compete-1", queue.name, flows))
+    cleanup.insert(0, (JOBFLOW_GVK, "compete-1", NS))
+    wl1 = await eventually("first Workload admitted", lambda: _admitted(client, first))
+    assert wl1["status"]["admission"]["clusterQueue"] == queue.name
+    second = await client.create(jobflow("compete-2", queue.name, flows))
+    cleanup.insert(0, (JOBFLOW_GVK, "compete-2", NS))
+
+    async def second_pending() -> bool:
+        wl = await workload_of(client, second)
+        return wl is not None and condition(wl, "QuotaReserved") is not None \
+            and not is_true(wl, "QuotaReserved")
+
+    await eventually("second Workload pending for quota", second_pending)
+    jf2 = await client.get(JOBFLOW_GVK, "compete-2", namespace=NS)
+    assert jf2["spec"]["suspend"] is True
+    assert (await client.list(JOB_GVK, namespace=NS,
+                              label_selector="jobflow.api.practice.com/name=compete-2")).items \
+        == []
+
+    wl2 = await eventually("second Workload admitted", lambda: _admitted(client, second))
+    # It got the quota only once the first flow had finished (its first step's reclaimed
+    # cpu was not enough).
+    wl1 = await workload_of(client, first)
+    assert is_true(wl1, "Finished"), wl1
+    assert wl2["status"]["admission"]["clusterQueue"] == queue.name
+    await eventually("second JobFlow Succeed", lambda: _state_is(client, "compete-2", "Succeed"))
+
+
+async def _admitted(client: RestClient, owner: Object) -> Object | None:
+    wl = await workload_of(client, owner)
+    return wl if is_true(wl, "Admitted") else None
+
+
+async def _state_is(client: RestClient, name: str, state: str) -> bool:
+    return state_of(await client.get(JOBFLOW_GVK, name, namespace=NS)) == state
+
+
+async def test_reclaimable_quota_is_released_step_by_step(
+        client: RestClient, manager: ExternalFrameworkManager,
+        cleanup: list[tuple[GVK, str, str | None]]) -> None:
+    del manager
+    queue = Queue(client, "jf-reclaim", cpu="8")
+    await queue.create()
+    cleanup.append((LOCAL_QUEUE_GVK, queue.name, NS))
+    cleanup.append((CLUSTER_QUEUE_GVK, queue.name, None))
+    flows = [step("s1", cpu="1", run="4s"), step("s2", cpu="2", run="4s", deps=("s1",)),
+             step("s3", cpu="1", run="4s", deps=("s2",))]
+    jf = await client.create(jobflow("reclaim", queue.name, flows))
+    cleanup.insert(0, (JOBFLOW_GVK, "reclaim", NS))
+
+    usage: list[decimal.Decimal] = []
+    reclaimable: list[dict[str, int]] = []
+
+    async def watch() -> bool:
+        cq = await queue.cluster_queue()
+        wl = await workload_of(client, jf)
+        current = await client.get(JOBFLOW_GVK, "reclaim", namespace=NS)
+        if state_of(current) == "Succeed":
+            return True
+        if wl is not None and is_true(wl, "Admitted"):
+            cpu = cpu_in_use(cq)
+            if not usage or usage[-1] != cpu:
+                usage.append(cpu)
+            pods = {str(p["name"]): int(p["count"])
+                    for p in (wl.get("status") or {}).get("reclaimablePods") or []}
+            if not reclaimable or reclaimable[-1] != pods:
+                reclaimable.append(pods)
+        return False
+
+    await eventually("the JobFlow to Succeed", watch)
+    # While the DAG ran, Kueue saw the finished steps as reclaimable, one after the other,
+    # and the ClusterQueue's usage went down accordingly: 4 -> 3 -> 1 cpu.
+    assert {"s1": 1} in reclaimable and {"s1": 1, "s2": 1} in reclaimable, reclaimable
+    assert reclaimable.index({"s1": 1}) < reclaimable.index({"s1": 1, "s2": 1})
+    d = decimal.Decimal
+    for expected in (d(4), d(3), d(1)):
+        assert expected in usage, usage
+    assert usage.index(d(4)) < usage.index(d(3)) < usage.index(d(1)), usage
+
+    async def released() -> bool:
+        return cpu_in_use(await queue.cluster_queue()) == 0
+
+    await eventually("all quota released after the flow finished", released)
+
+
+async def test_preempted_jobflow_resumes_without_rerunning_completed_steps(
+        client: RestClient, manager: ExternalFrameworkManager,
+        cleanup: list[tuple[GVK, str, str | None]]) -> None:
+    del manager
+    suffix = uuid.uuid4().hex[:6]
+    low, high = f"jf-low-{suffix}", f"jf-high-{suffix}"
+    for name, value in ((low, 100), (high, 1000)):
+        await client.create({"apiVersion": WPC_GVK.api_version, "kind": WPC_GVK.kind,
+                             "metadata": {"name": name}, "value": value})
+        cleanup.append((WPC_GVK, name, None))
+    queue = Queue(client, "jf-preempt", cpu="4",
+                  preemption={"withinClusterQueue": "LowerPriority"})
+    await queue.create()
+    cleanup.append((LOCAL_QUEUE_GVK, queue.name, NS))
+    cleanup.append((CLUSTER_QUEUE_GVK, queue.name, None))
+
+    flows = [step("s1", cpu="1", run="1s"), step("s2", cpu="1", run="15s", deps=("s1",)),
+             step("s3", cpu="1", run="1s", deps=("s2",))]
+    jf = await client.create(jobflow("preempted", queue.name, flows, priority=low))
+    cleanup.insert(0, (JOBFLOW_GVK, "preempted", NS))
+
+    async def s2_running() -> bool:
+        current = await client.get(JOBFLOW_GVK, "preempted", namespace=NS)
+        return phases(current).get("s2") == "Running"
+
+    await eventually("step s2 running", s2_running)
+    s1_job = await client.get(JOB_GVK, "preempted-s1", namespace=NS)
+    assert is_true(s1_job, "Complete")
+    wl = await workload_of(client, jf)
+    assert wl is not None and wl["spec"].get("priority") == 100
+
+    # A high-priority batch Job that needs 3 of the 4 cpu: only preempting the flow (which
+    # still holds 2 cpu: s1's quota is reclaimable) makes room.
+    big = {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": f"preemptor-{suffix}", "namespace": NS,
+                     "labels": {QUEUE_LABEL: queue.name, PRIORITY_LABEL: high}},
+        "spec": {"backoffLimit": 0, "template": {
+            "metadata": {"annotations": {COMPLETE_DELAY_ANNOTATION: "3s"}},
+            "spec": {"restartPolicy": "Never", "containers": [{
+                "name": "main", "image": "registry.example/fake:1",
+                "resources": {"requests": {"cpu": "3", "memory": "128Mi"}}}]}}},
+    }
+    big = await client.create(big)
+    cleanup.insert(0, (JOB_GVK, big["metadata"]["name"], NS))
+
+    async def preempted() -> bool:
+        w = await workload_of(client, jf)
+        return is_true(w, "Evicted")
+
+    await eventually("the JobFlow's Workload evicted", preempted)
+    evicted = condition(await workload_of(client, jf), "Evicted")
+    assert evicted is not None and evicted["reason"] == "Preempted", evicted
+
+    async def children_suspended() -> bool:
+        current = await client.get(JOBFLOW_GVK, "preempted", namespace=NS)
+        s2 = await client.get(JOB_GVK, "preempted-s2", namespace=NS)
+        return bool(current["spec"].get("suspend")) and bool(s2["spec"].get("suspend")) \
+            and phases(current).get("s2") == "Suspended"
+
+    await eventually("the flow and its running step suspended", children_suspended)
+    await eventually("the preemptor Job complete",
+                     lambda: _job_complete(client, big["metadata"]["name"]))
+
+    await eventually("the JobFlow re-admitted and Succeed",
+                     lambda: _state_is(client, "preempted", "Succeed"))
+    # Completed steps were not run again: same Job, one pod.
+    s1_after = await client.get(JOB_GVK, "preempted-s1", namespace=NS)
+    assert s1_after["metadata"]["uid"] == s1_job["metadata"]["uid"]
+    assert s1_after["status"].get("succeeded") == 1
+    s1_pods = (await client.list(POD_GVK, namespace=NS,
+                                 label_selector="batch.kubernetes.io/job-name=preempted-s1"
+                                 )).items
+    assert len(s1_pods) == 1
+    s2_after = await client.get(JOB_GVK, "preempted-s2", namespace=NS)
+    assert is_true(s2_after, "Complete")
+    wl = await workload_of(client, jf)
+    assert is_true(wl, "Finished")
+
+
+async def _job_complete(client: RestClient, name: str) -> bool:
+    return is_true(await get_or_none(client, JOB_GVK, name), "Complete")
