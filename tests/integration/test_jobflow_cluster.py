@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import decimal
+import signal
+import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -25,10 +27,10 @@ from integrations.demo import DemoOptions, run_demo
 from integrations.demo.core import SAMPLE_NODE
 from integrations.demo.follow import CLUSTER_QUEUE_GVK, cluster_queue_usage
 from integrations.jobflow import JOB_GVK, JOBFLOW_GVK
-from integrations.manager import ExternalFrameworkManager
+from integrations.manager import ExternalFrameworkManager, ManagerOptions
 from jobframework.runtime.client import PropagationPolicy
 from jobframework.runtime.client.rest import RestClient
-from jobframework.runtime.errors import NotFound
+from jobframework.runtime.errors import ApiError, NotFound
 from jobframework.runtime.objects import GVK, Object
 from jobframework.testing.cluster import COMPLETE_DELAY_ANNOTATION, ClusterInfo
 from jobframework.workload import WORKLOAD_GVK
@@ -448,3 +450,47 @@ async def test_preempted_jobflow_resumes_without_rerunning_completed_steps(
 
 async def _job_complete(client: RestClient, name: str) -> bool:
     return is_true(await get_or_none(client, JOB_GVK, name), "Complete")
+
+
+MUTATING_GVK = GVK("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration")
+VALIDATING_GVK = GVK("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration")
+
+
+async def test_manager_process_serves_webhooks_and_removes_them_on_sigterm(
+        client: RestClient, cluster_info: ClusterInfo) -> None:
+    name = ManagerOptions().webhook_configuration_name
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "integrations", "run", "--kubeconfig", cluster_info.kubeconfig,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+    try:
+        async def registered() -> bool:
+            return all([await get_or_none(client, MUTATING_GVK, name, None),
+                        await get_or_none(client, VALIDATING_GVK, name, None)])
+
+        await eventually("the webhook configurations", registered)
+        hooks = (await client.get(VALIDATING_GVK, name))["webhooks"]
+        assert {h["clientConfig"]["url"].split("/", 3)[2].split(":")[0] for h in hooks} \
+            == {"127.0.0.1"}
+        # Served: an invalid JobFlow is refused by the process's validating webhook.
+        bad = jobflow("bad-deps", "user-queue", [step("a", deps=("nope",))])
+
+        async def rejected() -> str:
+            try:
+                await client.create(bad, dry_run=True)
+            except ApiError as err:
+                return err.message
+            return ""
+
+        message = await eventually("the validating webhook to answer", rejected)
+        assert 'spec.flows[0].dependencies[0]: Not found: "nope"' in message
+        proc.send_signal(signal.SIGTERM)
+        out, _ = await asyncio.wait_for(proc.communicate(), 60)
+        assert proc.returncode == 0, out.decode(errors="replace")[-3000:]
+        # Nothing left that would make the API server call a dead URL.
+        assert await get_or_none(client, MUTATING_GVK, name, None) is None
+        assert await get_or_none(client, VALIDATING_GVK, name, None) is None
+        await client.create(bad, dry_run=True)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()

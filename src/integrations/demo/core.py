@@ -23,7 +23,7 @@ from jobframework.runtime.client import Client, PropagationPolicy
 from jobframework.runtime.errors import AlreadyExists, ApiError, NotFound
 from jobframework.runtime.objects import GVK, Object
 
-from .follow import Follower, Snapshot, final_table, take_snapshot
+from .follow import Follower, Snapshot, final_table, is_true, take_snapshot
 
 QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
 NODE_GVK: Final = GVK("", "v1", "Node")
@@ -322,6 +322,15 @@ async def _run(client: Client, opts: DemoOptions, out: Printer) -> DemoResult:
         if len(finished) == len(live) or time.monotonic() > deadline:
             break
         await asyncio.sleep(opts.poll_interval)
+
+    # Kueue marks the Workloads finished just after the flows: show that too (briefly).
+    settle = time.monotonic() + 10
+    while len(finished) == len(live) and time.monotonic() < settle and not all(
+            is_true(snap.workloads.get(n), "Finished") for n in live):
+        await asyncio.sleep(opts.poll_interval)
+        snap = await take_snapshot(client, opts.namespace, live)
+        for line in follower.observe(snap):
+            say(line)
 
     states = {n: str((snap.jobflows.get(n, {}).get("status") or {}).get("state") or "-")
               for n in live}
