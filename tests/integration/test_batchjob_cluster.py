@@ -221,6 +221,19 @@ def identity(wl: JSON, job: JSON) -> JSON:
     return out
 
 
+def _settled_pending(cond: tuple[str, ...]) -> tuple[str, ...]:
+    """A requeued Workload's QuotaReserved reason, whichever Kueue wrote last.
+
+    On eviction the job reconciler (Kueue's and ours alike) writes
+    ``QuotaReserved=False/PendingEvaluation`` (``UnadmittedWorkloadsObservability``);
+    Kueue's scheduler rewrites it to ``Pending`` once it tried and failed to fit the
+    Workload again. A snapshot may catch either.
+    """
+    if cond[0] == "QuotaReserved" and cond[2] in ("PendingEvaluation", "Pending"):
+        return (*cond[:2], "PendingEvaluation|Pending")
+    return cond
+
+
 def is_complete(job: JSON) -> bool:
     return is_true(job, "Complete")
 
@@ -259,6 +272,19 @@ async def _setup_queues(client: RestClient) -> None:
          "spec": {"clusterQueue": "jf-preempt-cq"}},
     ]
     for obj in objects:
+        gvk, name = GVK.of(obj), obj["metadata"]["name"]
+        namespace = obj["metadata"].get("namespace")
+
+        async def not_terminating(gvk: GVK = gvk, name: str = name,
+                                  namespace: str | None = namespace) -> bool:
+            # A reused session cluster may still be removing a previous run's objects.
+            try:
+                found = await client.get(gvk, name, namespace=namespace)
+            except errors.NotFound:
+                return True
+            return "deletionTimestamp" not in found["metadata"]
+
+        await eventually(f"{gvk.kind} {name} not terminating", not_terminating)
         with contextlib.suppress(errors.AlreadyExists):
             await client.create(obj)
     cq_gvk = GVK("kueue.x-k8s.io", "v1beta2", "ClusterQueue")
@@ -276,6 +302,18 @@ async def _setup_queues(client: RestClient) -> None:
             return False
 
     await eventually(f"ServiceAccount {NS}/default", service_account)
+
+
+async def _remove_queues(client: RestClient) -> None:
+    """Best-effort removal of what :func:`_setup_queues` made (not waited for)."""
+    kueue = "kueue.x-k8s.io", "v1beta2"
+    with contextlib.suppress(errors.ApiError):
+        await client.delete(NAMESPACE, NS)
+    for kind, name in (("ClusterQueue", "jf-cq"), ("ClusterQueue", "jf-preempt-cq"),
+                       ("WorkloadPriorityClass", "jf-low"),
+                       ("WorkloadPriorityClass", "jf-high")):
+        with contextlib.suppress(errors.ApiError):
+            await client.delete(GVK(*kueue, kind), name)
 
 
 @contextlib.asynccontextmanager
@@ -378,8 +416,11 @@ async def envs(cluster_info: ClusterInfo,
             await RestClient.from_kubeconfig(python_cluster.kubeconfig,
                                              timeouts=timeouts) as pc:
         await asyncio.gather(_setup_queues(kc), _setup_queues(pc))
-        async with _python_integration(python_cluster, pc):
-            yield Env("kueue", cluster_info, kc), Env("python", python_cluster, pc)
+        try:
+            async with _python_integration(python_cluster, pc):
+                yield Env("kueue", cluster_info, kc), Env("python", python_cluster, pc)
+        finally:
+            await _remove_queues(kc)  # the session cluster outlives this module
 
 
 async def both(envs: tuple[Env, Env],
@@ -492,7 +533,8 @@ async def test_preemption_suspends_restores_requeues_and_reruns(envs: tuple[Env,
             # Kueue's core evicts; the job reconciler stops the Job, then releases the
             # quota reservation and sets Requeued=True (the state the Workload keeps).
             return (condition(wl, "Evicted") or {}).get("reason") == "Preempted" and \
-                is_true(wl, "Requeued") and not is_true(wl, "QuotaReserved")
+                is_true(wl, "Requeued") and not is_true(wl, "QuotaReserved") and \
+                not is_true(wl, "PodsReady")
 
         evicted = await env.wait_workload(low_job, "preempted and requeued",
                                           requeued_after_preemption)
@@ -510,13 +552,15 @@ async def test_preemption_suspends_restores_requeues_and_reruns(envs: tuple[Env,
         assert rerun["spec"]["template"]["spec"]["nodeSelector"] == {FLAVOR_LABEL: "on-demand"}
         await env.wait_job(low, "complete", is_complete)
         done = await env.wait_workload(low_job, "finished", lambda wl: is_true(wl, "Finished"))
+        released = await env.wait_workload(low_job, "released",
+                                           lambda wl: not wl["metadata"].get("finalizers"))
         return {
-            "evicted": [cd[:3] for cd in conditions(evicted)],
+            "evicted": [_settled_pending(cd[:3]) for cd in conditions(evicted)],
             # PodsReady flips as soon as the re-run's pod starts: not part of the snapshot.
             "readmitted": [cd[:3] for cd in conditions(readmitted) if cd[0] != "PodsReady"],
             "requeue_state": (readmitted.get("status") or {}).get("requeueState"),
             "finished": [cd[:3] for cd in conditions(done)],
-            "identity": identity(done, low_job),
+            "identity": identity(released, low_job),
         }
 
     kueue, python = await both(envs, scenario)
