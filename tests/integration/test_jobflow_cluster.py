@@ -26,7 +26,7 @@ import pytest
 from integrations.demo import DemoOptions, run_demo
 from integrations.demo.core import SAMPLE_NODE
 from integrations.demo.follow import CLUSTER_QUEUE_GVK, cluster_queue_usage
-from integrations.jobflow import JOB_GVK, JOBFLOW_GVK
+from integrations.jobflow import JOB_GVK, JOBFLOW_GVK, JOBTEMPLATE_GVK
 from integrations.manager import ExternalFrameworkManager, ManagerOptions
 from jobframework.runtime.client import PropagationPolicy
 from jobframework.runtime.client.rest import RestClient
@@ -271,6 +271,14 @@ async def test_demo_core_loop_runs_the_seed_samples_through_real_kueue(
     finally:
         for name in result.created.values():
             await delete(client, JOBFLOW_GVK, name)
+        for name in ("job1-template", "job2-template"):
+            await delete(client, JOBTEMPLATE_GVK, name)
+        await delete(client, GVK("", "v1", "PersistentVolumeClaim"), "mylocalpvc")
+        await delete(client, GVK("", "v1", "PersistentVolume"), "mylocalpv", None)
+        await delete(client, GVK("storage.k8s.io", "v1", "StorageClass"), "my-local-storage",
+                     None)
+        # The sample node has no flavor label; other tests' pods should not land there.
+        await delete(client, GVK("", "v1", "Node"), SAMPLE_NODE, None)
 
 
 async def test_two_jobflows_compete_for_a_small_cluster_queue(
