@@ -19,6 +19,16 @@ PYTHON = "3.11"
 
 
 @nox.session(python=PYTHON)
+def demo(session: nox.Session) -> None:
+    """The seed's JobFlows through real Kueue on the local control plane (built if needed).
+
+    ``nox -s demo -- --kubeconfig PATH`` runs on your own cluster with Kueue installed.
+    """
+    session.install("-e", ".")
+    session.run("python", "-m", "integrations.demo", *session.posargs)
+
+
+@nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
     """Unit tests on the in-memory API server."""
     session.install("-e", ".[test]")
