@@ -36,6 +36,7 @@ import asyncio
 import contextlib
 import copy
 import secrets
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -45,6 +46,9 @@ import pytest
 from jobframework.runtime.client import Client
 from jobframework.runtime.objects import GVK
 from jobframework.testing import APIServer, ManualClock
+
+#: Seconds :meth:`Backend.eventually` keeps trying on the real cluster.
+CLUSTER_PATIENCE = 90.0
 
 WIDGET = GVK("example.com", "v1", "Widget")
 GADGET = GVK("example.com", "v1", "Gadget")
@@ -163,14 +167,26 @@ class Backend:
         self, check: Callable[[], Awaitable[None]], *, attempts: int = 200,
         delay: float = 0.1,
     ) -> None:
-        """Retry ``check`` (assertions, ``pytest.raises``) after settling until it passes."""
-        for attempt in range(attempts):
+        """Retry ``check`` (assertions, ``pytest.raises``) after settling until it passes.
+
+        In-memory backends get ``attempts`` tries. The real cluster gets
+        :data:`CLUSTER_PATIENCE` seconds instead: kube-controller-manager's garbage
+        collector starts watching a newly installed custom resource only at its next
+        discovery resync (every 30 s), so collecting the dependents of a Widget can take
+        that long the first time.
+        """
+        deadline = time.monotonic() + CLUSTER_PATIENCE if self.name == "cluster" else None
+        attempt = 0
+        while True:
             await self.settle()
             try:
                 await check()
                 return
             except (AssertionError, pytest.fail.Exception):
-                if attempt == attempts - 1:
+                attempt += 1
+                if deadline is None and attempt >= attempts:
+                    raise
+                if deadline is not None and time.monotonic() > deadline:
                     raise
                 if self.name != "memory":
                     await asyncio.sleep(delay)
