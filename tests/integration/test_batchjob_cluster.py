@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import secrets
 import shutil
 import tempfile
@@ -50,6 +51,7 @@ from jobframework.runtime.objects import GVK
 from jobframework.testing.cluster import (
     COMPLETE_DELAY_ANNOTATION,
     EXTERNAL_FRAMEWORKS,
+    FAIL_ANNOTATION,
     FLAVOR_LABEL,
     QUEUE_LABEL,
     ClusterInfo,
@@ -70,6 +72,7 @@ pytestmark = [pytest.mark.cluster, pytest.mark.asyncio(loop_scope="module")]
 
 JOB = GVK("batch", "v1", "Job")
 POD = GVK("", "v1", "Pod")
+EVENT = GVK("events.k8s.io", "v1", "Event")
 NAMESPACE = GVK("", "v1", "Namespace")
 WORKLOAD = GVK("kueue.x-k8s.io", "v1beta2", "Workload")
 MUTATING = GVK("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration")
@@ -128,7 +131,8 @@ def conditions(obj: JSON) -> list[tuple[str, str, str, str]]:
 
 
 def job_manifest(name: str, *, queue: str = QUEUE, cpu: str = "1", parallelism: int = 1,
-                 run: str = "2s", priority_class: str | None = None) -> JSON:
+                 run: str = "2s", priority_class: str | None = None,
+                 fail: bool = False) -> JSON:
     labels = {QUEUE_LABEL: queue}
     if priority_class:
         labels[PRIORITY_LABEL] = priority_class
@@ -137,8 +141,10 @@ def job_manifest(name: str, *, queue: str = QUEUE, cpu: str = "1", parallelism: 
         "metadata": {"name": name, "namespace": NS, "labels": labels},
         "spec": {
             "parallelism": parallelism, "completions": parallelism,
+            **({"backoffLimit": 0} if fail else {}),
             "template": {
-                "metadata": {"annotations": {COMPLETE_DELAY_ANNOTATION: run}},
+                "metadata": {"annotations": {COMPLETE_DELAY_ANNOTATION: run,
+                                             **({FAIL_ANNOTATION: "true"} if fail else {})}},
                 "spec": {
                     "restartPolicy": "Never",
                     "containers": [{"name": "main", "image": "busybox",
@@ -193,6 +199,28 @@ class Env:
 
         found: JSON = await eventually(f"{self.name}: Job {name} {what}", probe)
         return found
+
+    async def events_about(self, *objects: JSON,
+                           others: tuple[JSON, ...] = ()) -> list[tuple[str, str, str, str]]:
+        """(type, reason, note, reporting controller) of Kueue's events about ``objects``
+        (events.k8s.io/v1), sorted; the Job controller's own events are left out. Names
+        and UIDs of ``objects`` and ``others`` are replaced by placeholders."""
+        uids = {o["metadata"]["uid"] for o in objects}
+        names = {o["metadata"][key]: f"<{o['kind']} {i} {key}>"
+                 for i, o in enumerate((*objects, *others)) for key in ("name", "uid")}
+        listed = await self.client.list(EVENT, namespace=NS)
+        out = set()
+        for e in listed.items:
+            if (e.get("regarding") or {}).get("uid") not in uids or \
+                    e.get("reportingController") in ("job-controller", "default-scheduler"):
+                continue
+            # Names hash UIDs and wait times depend on the machine's load.
+            note = re.sub(r"was \d+s", "was <n>s", e.get("note", ""))
+            for name, placeholder in sorted(names.items(), key=lambda kv: -len(kv[0])):
+                note = note.replace(name, placeholder)
+            out.add((e.get("type", ""), e.get("reason", ""), note,
+                     e.get("reportingController", "")))
+        return sorted(out)
 
     async def pods(self, job_name: str) -> list[JSON]:
         listed = await self.client.list(
@@ -464,8 +492,15 @@ async def test_job_is_admitted_runs_on_kwok_nodes_and_finishes(envs: tuple[Env, 
         # The resource-in-use finalizer goes once the Workload is finished (Kueue releases
         # it in a later reconcile, so this waits rather than snapshots).
         await env.wait_workload(job, "released", lambda wl: not wl["metadata"].get("finalizers"))
+
+        async def all_events() -> list[tuple[str, str, str, str]] | None:
+            # Events are sent asynchronously by each side's broadcaster.
+            events = await env.events_about(job, finished)
+            return events if any(e[1] == "FinishedWorkload" for e in events) else None
+
+        events = await eventually(f"{env.name}: the FinishedWorkload event", all_events)
         return {"identity": first, "admission": uid_free(admitted["status"]["admission"], job),
-                "finished": conditions(uid_free(finished, job))}
+                "finished": conditions(uid_free(finished, job)), "events": events}
 
     kueue, python = await both(envs, scenario)
     assert python["identity"] == kueue["identity"]
@@ -476,6 +511,13 @@ async def test_job_is_admitted_runs_on_kwok_nodes_and_finishes(envs: tuple[Env, 
     # succeeded pods") into Finished.
     assert ("Finished", "True", "Succeeded") in [cd[:3] for cd in python["finished"]]
     assert ("PodsReady", "True", "Started") in [cd[:3] for cd in python["finished"]]
+    # The job reconciler's events (reason, note, reporting controller) as Kueue's, next to
+    # the ones Kueue's scheduler reports about the Workload.
+    controller = "batch/job-kueue-controller"
+    assert {(e[1], e[3]) for e in python["events"]} >= {
+        ("CreatedWorkload", controller), ("Started", controller),
+        ("FinishedWorkload", controller), ("QuotaReserved", "kueue-admission")}
+    assert python["events"] == kueue["events"]
 
 
 async def test_job_that_does_not_fit_waits_until_quota_frees(envs: tuple[Env, Env]) -> None:
@@ -554,7 +596,16 @@ async def test_preemption_suspends_restores_requeues_and_reruns(envs: tuple[Env,
         done = await env.wait_workload(low_job, "finished", lambda wl: is_true(wl, "Finished"))
         released = await env.wait_workload(low_job, "released",
                                            lambda wl: not wl["metadata"].get("finalizers"))
+        high_wl = await env.workload(high_job)
+        assert high_wl is not None
+
+        async def all_events() -> list[tuple[str, str, str, str]] | None:
+            events = await env.events_about(low_job, released,
+                                            others=(high_job, high_wl))
+            return events if any(e[1] == "FinishedWorkload" for e in events) else None
+
         return {
+            "events": await eventually(f"{env.name}: the FinishedWorkload event", all_events),
             "evicted": [_settled_pending(cd[:3]) for cd in conditions(evicted)],
             # PodsReady flips as soon as the re-run's pod starts: not part of the snapshot.
             "readmitted": [cd[:3] for cd in conditions(readmitted) if cd[0] != "PodsReady"],
@@ -573,3 +624,24 @@ async def test_preemption_suspends_restores_requeues_and_reruns(envs: tuple[Env,
     assert python["requeue_state"] == kueue["requeue_state"]
     assert python["finished"] == kueue["finished"]
     assert python["identity"] == kueue["identity"]
+    reasons = {(e[1], e[3]) for e in python["events"]}
+    assert ("Stopped", "batch/job-kueue-controller") in reasons
+    assert python["events"] == kueue["events"]
+
+
+async def test_failed_job_finishes_its_workload_as_failed(envs: tuple[Env, Env]) -> None:
+    name = f"failing-{suffix()}"
+
+    async def scenario(env: Env) -> JSON:
+        job = await env.create_job(job_manifest(name, run="1s", fail=True))
+        await env.wait_workload(job, "admitted", lambda wl: is_true(wl, "Admitted"))
+        failed = await env.wait_job(name, "failed", lambda j: is_true(j, "Failed"))
+        finished = await env.wait_workload(job, "finished", lambda wl: is_true(wl, "Finished"))
+        await env.wait_workload(job, "released", lambda wl: not wl["metadata"].get("finalizers"))
+        return {"finished": conditions(uid_free(finished, job)),
+                "job_failed": (condition(failed, "Failed") or {}).get("reason")}
+
+    kueue, python = await both(envs, scenario)
+    assert python["job_failed"] == kueue["job_failed"] == "BackoffLimitExceeded"
+    assert ("Finished", "True", "Failed") in [cd[:3] for cd in python["finished"]]
+    assert python["finished"] == kueue["finished"]
