@@ -122,6 +122,8 @@ async def test_is_a_client_and_sends_bearer_token(fake_api: FakeAPI, client: Res
     assert (call.method, call.path) == ("GET", "/api/v1/namespaces/default/pods/p")
     assert call.headers["Authorization"] == "Bearer s3cret"
     assert call.headers["Accept"] == "application/json"
+    # Our User-Agent, not kubernetes-asyncio's generated one, names us in managedFields.
+    assert call.headers["User-Agent"] == "kueue-jobframework"
 
 
 async def test_get_not_found_raises_typed_error(fake_api: FakeAPI, client: RestClient) -> None:

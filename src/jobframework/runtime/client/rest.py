@@ -349,8 +349,11 @@ class RestClient:
     # -- transport ------------------------------------------------------------------------
 
     async def _headers(self, content_type: str | None, accept: str) -> dict[str, str]:
-        headers: dict[str, str] = {"Accept": accept, "User-Agent": self._user_agent}
-        headers.update(getattr(self._api, "default_headers", None) or {})
+        # The ApiClient's default headers carry its generated User-Agent; ours wins, so
+        # managedFields and audit logs name this library (pass ``user_agent`` to change it).
+        headers: dict[str, str] = dict(getattr(self._api, "default_headers", None) or {})
+        headers["Accept"] = accept
+        headers["User-Agent"] = self._user_agent
         if content_type:
             headers["Content-Type"] = content_type
         if self._credentials is not None:
