@@ -137,10 +137,11 @@ class Controller:
                 await self._start_source(source)
             syncing = [s for s in self._sources if isinstance(s, SyncingSource)]
             if syncing:
+                # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation
+                # that arrives as the inner wait completes, and stop() would then hang.
                 try:
-                    await asyncio.wait_for(
-                        asyncio.gather(*(s.wait_for_sync() for s in syncing)),
-                        self.cache_sync_timeout)
+                    async with asyncio.timeout(self.cache_sync_timeout):
+                        await asyncio.gather(*(s.wait_for_sync() for s in syncing))
                 except TimeoutError as err:
                     raise TimeoutError(
                         f"controller {self.name}: timed out waiting for cache to be synced"

@@ -433,8 +433,9 @@ class Manager:
             await self._start_servers()
             self.cache.start()
             try:
-                synced = await asyncio.wait_for(self.cache.wait_for_cache_sync(),
-                                                self.cache_sync_timeout)
+                # asyncio.timeout keeps a concurrent cancellation (see Controller.start).
+                async with asyncio.timeout(self.cache_sync_timeout):
+                    synced = await self.cache.wait_for_cache_sync()
             except TimeoutError as err:
                 raise TimeoutError("timed out waiting for the cache to sync") from err
             if not synced:
