@@ -32,6 +32,10 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--cert-dir", type=Path, help="serving certificate directory (default: temp)")
     r.add_argument("--health-probe-bind-address", help="host:port for /healthz and /readyz")
     r.add_argument("--metrics-bind-address", help="host:port for /metrics")
+    r.add_argument("--no-wait-for-pods-ready", dest="wait_for_pods_ready",
+                   action="store_false",
+                   help="do not keep the Workloads' PodsReady condition (match a Kueue "
+                        "Configuration with waitForPodsReady disabled)")
     r.add_argument("--log-level", default="INFO")
     return parser
 
@@ -44,7 +48,8 @@ async def _run(args: argparse.Namespace) -> None:
     options = ManagerOptions(
         webhook_host=args.webhook_host, webhook_port=args.webhook_port, cert_dir=args.cert_dir,
         health_probe_bind_address=args.health_probe_bind_address,
-        metrics_bind_address=args.metrics_bind_address)
+        metrics_bind_address=args.metrics_bind_address,
+        wait_for_pods_ready=args.wait_for_pods_ready)
     async with await RestClient.from_kubeconfig(args.kubeconfig, args.context) as client:
         await run(client, options, stop)
 

@@ -88,6 +88,9 @@ class ManagerOptions:
     metrics_bind_address: str | None = None
     #: Seconds to wait for CRDs, the cache and the webhook probe.
     ready_timeout: float = 120.0
+    #: Keep the Workloads' ``PodsReady`` condition, as Kueue's own integrations do when its
+    #: Configuration has ``waitForPodsReady`` (on by default in Kueue v0.19).
+    wait_for_pods_ready: bool = True
 
 
 def _webhook_specs(paths: Sequence[str]) -> tuple[list[WebhookSpec], list[WebhookSpec]]:
@@ -191,7 +194,9 @@ class ExternalFrameworkManager:
                       graceful_shutdown_timeout=10.0, cache_sync_timeout=opts.ready_timeout)
         self.manager = mgr
         self.wiring = await setup(mgr, webhook_server=server,
-                                  kueue=ReconcilerOptions(integration_manager=im))
+                                  kueue=ReconcilerOptions(
+                                      integration_manager=im,
+                                      wait_for_pods_ready=opts.wait_for_pods_ready))
         mgr.add_readyz_check("webhook", server.started_checker())
         await server.listen()
         log.info("webhook server listening at %s", server.url())

@@ -249,6 +249,9 @@ async def test_demo_core_loop_runs_the_seed_samples_through_real_kueue(
                 [f["name"] for f in jf["spec"]["flows"]]
             assert is_true(wl, "Admitted") or is_true(wl, "Finished")
             assert is_true(wl, "Finished")
+            # waitForPodsReady is on in Kueue's default Configuration, so the manager keeps
+            # the PodsReady condition as Kueue's own integrations do.
+            assert condition(wl, "PodsReady") is not None, wl["status"]["conditions"]
             for flow in jf["spec"]["flows"]:
                 job = await client.get(JOB_GVK, f"{name}-{flow['name']}", namespace=NS)
                 assert controller_uid(job) == jf["metadata"]["uid"]
