@@ -36,8 +36,11 @@ async def test_benchmark_completes_with_positive_figures(name: str) -> None:
 
 async def test_batchjob_counts_the_reconciles_that_did_the_work() -> None:
     result = await bench.bench_batchjob(3)
-    # At least one reconcile creates each Workload and one more starts each Job.
+    # At least one reconcile creates each Workload and one more starts each Job; the
+    # writes are at least the Workload create and the Job unsuspend.
     assert result.extra["reconciles_per_job"] >= 2
+    assert result.extra["api_writes_per_job"] >= 2
+    assert result.extra["api_writes_per_job_create_phase"] >= 1
 
 
 def test_main_writes_the_table_and_results(tmp_path: Path,
