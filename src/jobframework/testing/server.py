@@ -41,7 +41,7 @@ from ._registry import (
     kinds_from_crd,
 )
 from ._schema import StructuralSchema
-from ._validation import meta_causes, name_causes
+from ._validation import job_update_causes, meta_causes, name_causes
 from ._watch import History, StoredEvent, Watcher, bookmark
 from .admission import (
     DEFAULT_RULES,
@@ -116,7 +116,8 @@ class APIServer:
     that resume from a resourceVersion; ``bookmark_interval`` is the clock time between
     BOOKMARK events on watches that allow them. ``builtin_defaults`` turns on the
     built-in defaults controllers read back (Job parallelism/completions/suspend and
-    generated selector, Pod phase; see ``_defaults``), as a real server applies them.
+    generated selector, Pod phase; see ``_defaults``), as a real server applies them,
+    and the immutability rules of Job updates (see ``_validation.job_update_causes``).
     """
 
     def __init__(
@@ -778,6 +779,9 @@ class APIServer:
                 mutated = self._decode(info, mutated)
             new = self._prepare_update(info, old, mutated, subresource)
             causes = meta_causes(_meta(new))
+            if self.builtin_defaults and info.gvk == _defaults.JOB and not subresource:
+                # Built-in validation comes with built-in defaults (the same opt-in).
+                causes.extend(job_update_causes(old, new))
             if causes:
                 raise errors.new_invalid(info.gvk.kind, name, causes, info.gvk.group)
             self._validate_schema(info, new)
