@@ -5,7 +5,8 @@
 - ``nox -s tests``: unit and contract tests on the in-memory API server;
 - ``nox -s lint``: ruff and ``mypy --strict`` on ``src/``;
 - ``nox -s integration``: builds the Go control plane if its pins changed, starts it,
-  runs the tests marked ``cluster``, and tears it down.
+  runs the tests marked ``cluster``, and tears it down;
+- ``nox -s bench``: benchmarks, as ratios to baselines measured in the same run.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def tests(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """ruff and mypy --strict on src/."""
     session.install("-e", ".[lint,test]")
-    session.run("ruff", "check", "src", "tests", "noxfile.py")
+    session.run("ruff", "check", "src", "tests", "benchmarks", "noxfile.py")
     session.run("mypy", "src")
 
 
@@ -50,3 +51,13 @@ def integration(session: nox.Session) -> None:
     # Builds only when the pins in tests/cluster changed; progress goes to stderr.
     session.run("python", "-m", "jobframework.testing.cluster", "build")
     session.run("pytest", "-q", "-m", "cluster", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def bench(session: nox.Session) -> None:
+    """Benchmarks on the in-memory API server (see docs/performance.md).
+
+    Arguments go to run.py, e.g. ``nox -s bench -- --scale 0.2 --output -``.
+    """
+    session.install("-e", ".")
+    session.run("python", "benchmarks/run.py", *session.posargs)
