@@ -13,7 +13,7 @@ from .helpers import Harness
 
 @pytest.fixture
 def server() -> APIServer:
-    srv = APIServer(ManualClock())
+    srv = APIServer(ManualClock(), builtin_defaults=True)
     for crd in load_crds():
         srv.register_crd(crd)
     return srv

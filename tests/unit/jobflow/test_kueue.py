@@ -162,7 +162,9 @@ async def test_admission_eviction_readmission_and_finish(h: Harness, k: Kueue) -
         t = jobs[name]["spec"]["template"]
         assert t["spec"]["nodeSelector"] == {"zone": "z1"}, "later steps get the admission"
         assert t["metadata"]["labels"][c.PODSET_LABEL] == podset
-    await h.set_job_status("wf-b", {"active": 1})
+    # wf-b has started: the API server now forbids template changes until it is suspended
+    # and its startTime cleared (as kube-apiserver's Job validation does).
+    await h.set_job_status("wf-b", {"active": 1, "startTime": "2026-01-01T00:00:00Z"})
     await h.reconcile("wf")
     await k.reconcile()
     wl = await k.workload()
@@ -176,6 +178,7 @@ async def test_admission_eviction_readmission_and_finish(h: Harness, k: Kueue) -
     assert POD_SETS_INFO_ANNOTATION not in wf["metadata"].get("annotations", {})
     await h.reconcile("wf")
     jobs = await h.jobs()
+    assert "startTime" not in jobs["wf-b"].get("status", {}), "cleared before the restore"
     for name in ("wf-b", "wf-c"):
         assert jobs[name]["spec"]["suspend"] is True
         assert "nodeSelector" not in jobs[name]["spec"]["template"]["spec"]

@@ -107,7 +107,7 @@ def test_cycles_are_rejected_naming_a_real_cycle(deps: Deps) -> None:
 @given(dags(max_nodes=7), st.randoms(use_true_random=False))
 def test_valid_dag_completes_in_dependency_order(deps: Deps, rnd: random.Random) -> None:
     async def scenario() -> None:
-        h = Harness(APIServer(ManualClock()))
+        h = Harness(APIServer(ManualClock(), builtin_defaults=True))
         for crd in load_crds():
             h.server.register_crd(crd)
         await h.api.create(jobflow("wf", [flow(n, *d) for n, d in deps.items()]))
@@ -143,7 +143,7 @@ def test_failure_anywhere_stops_the_flow(deps: Deps, data: st.DataObject) -> Non
     victim = data.draw(st.sampled_from(sorted(deps)))
 
     async def scenario() -> None:
-        h = Harness(APIServer(ManualClock()))
+        h = Harness(APIServer(ManualClock(), builtin_defaults=True))
         for crd in load_crds():
             h.server.register_crd(crd)
         await h.api.create(jobflow("wf", [flow(n, *d) for n, d in deps.items()]))
