@@ -316,6 +316,8 @@ class IntegrationManager:
         self,
         enabled_frameworks: Iterable[str] = (c.DEFAULT_FRAMEWORK,),
         external_frameworks: Iterable[str] = (),
+        *,
+        mark_enabled: bool = True,
         **options: Any,
     ) -> frozenset[str]:
         """Enable frameworks from a configuration, as ``SetupControllers`` decides them.
@@ -324,6 +326,10 @@ class IntegrationManager:
         list: ...``), registers external kinds, asks each enabled framework's
         ``can_support_integration(**options)`` and marks it enabled. Building reconcilers
         and webhooks is left to the manager. Returns all enabled names.
+
+        With ``mark_enabled=False`` nothing is marked: the caller marks each framework
+        once its controller is set up, as Kueue does (a framework whose API appears
+        later, see ``WaitForAPI``, is not enabled until then).
         """
         requested = set(enabled_frameworks)
         implicit = self.collect_implicitly_enabled_integrations(requested)
@@ -347,7 +353,8 @@ class IntegrationManager:
                 if not ok:
                     # Go wraps a nil error here, which prints as %!w(<nil>).
                     raise IntegrationError("failed to configure reconcilers: %!w(<nil>)")
-            self.enable_integration(name)
+            if mark_enabled:
+                self.enable_integration(name)
         return frozenset(all_enabled)
 
     async def setup_indexes(self, indexer: Any, enabled_frameworks: Iterable[str]) -> None:

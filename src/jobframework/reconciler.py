@@ -41,8 +41,11 @@ from .api.base import ObjectMeta, OwnerReference
 from .api.conditions import CONDITION_FALSE, CONDITION_TRUE, Condition, find_condition
 from .api.workload import PodSet, PriorityClassRef, Workload, WorkloadSpec
 from .constants import DEFAULT_FEATURES, FeatureGate, FeatureGates
+from .field import go_quote
 from .indexer import list_owned_workloads, setup_workload_owner_index
 from .integrations import (
+    IntegrationCallbacks,
+    IntegrationError,
     IntegrationManager,
     ManagedOwnersChainLimitReachedError,
 )
@@ -74,6 +77,7 @@ from .podset import (
 from .runtime import errors
 from .runtime.builder import ControllerBuilder
 from .runtime.client import Client, PatchType, PropagationPolicy
+from .runtime.client.discovery import NoKindMatchError
 from .runtime.clock import Clock, RealClock, parse_time
 from .runtime.objects import (
     GVK,
@@ -89,6 +93,7 @@ from .runtime.objects import (
 )
 from .runtime.reconcile import Request, Result
 from .runtime.selectors import LabelSelector
+from .runtime.workqueue import ItemExponentialFailureRateLimiter
 from .validation import (
     is_valid_label_value,
     maximum_execution_time_seconds,
@@ -1339,6 +1344,67 @@ async def setup_indexes_for(indexer: Any, gvk: GVK) -> None:
 # --- wiring every enabled integration ------------------------------------------------------
 
 
+#: First delay of :func:`wait_for_api` (Kueue's ``baseBackoffWaitForIntegration``).
+WAIT_FOR_API_BASE_BACKOFF = 1.0
+#: Longest delay of :func:`wait_for_api` (Kueue's ``maxBackoffWaitForIntegration``).
+WAIT_FOR_API_MAX_BACKOFF = 120.0
+
+
+async def wait_for_api(
+    rest_mapper: Any,
+    gvk: GVK,
+    action: Callable[[], Awaitable[None] | None],
+    *,
+    clock: Clock,
+) -> None:
+    """Run ``action`` once the server serves ``gvk`` (Kueue's ``WaitForAPI``).
+
+    Runs it at once when the REST mapping exists; otherwise polls the mapping with an
+    exponential backoff (1 s doubling to 2 min, on ``clock``) until it does. Errors other
+    than "no kind match" are logged and retried. Cancel the task to give up.
+    """
+    limiter = ItemExponentialFailureRateLimiter[str](WAIT_FOR_API_BASE_BACKOFF,
+                                                     WAIT_FOR_API_MAX_BACKOFF)
+    item = str(gvk)
+    while True:
+        try:
+            await rest_mapper.rest_mapping(gvk)
+        except NoKindMatchError:
+            pass
+        except Exception as err:
+            log.error("failed to get the REST mapping of %s: %s", gvk, err)
+        else:
+            limiter.forget(item)
+            result = action()
+            if inspect.isawaitable(result):
+                await result
+            return
+        await clock.sleep(limiter.when(item))
+
+
+class APIWaiter:
+    """A manager runnable running :func:`wait_for_api`; it does not wait for leadership,
+    as Kueue starts ``WaitForAPI`` beside the manager (controllers it adds still do)."""
+
+    def __init__(self, rest_mapper: Any, gvk: GVK,
+                 action: Callable[[], Awaitable[None] | None], *, clock: Clock) -> None:
+        self.rest_mapper = rest_mapper
+        self.gvk = gvk
+        self.action = action
+        self.clock = clock
+
+    async def start(self) -> None:
+        """Poll until the API is served, then run the action."""
+        await wait_for_api(self.rest_mapper, self.gvk, self.action, clock=self.clock)
+
+    def need_leader_election(self) -> bool:
+        """False: the wait runs on every replica."""
+        return False
+
+    def __repr__(self) -> str:
+        return f"APIWaiter({self.gvk})"
+
+
 async def setup_controllers(
     mgr: Any,
     integration_manager: IntegrationManager,
@@ -1349,15 +1415,20 @@ async def setup_controllers(
     external_frameworks: Sequence[str] = (),
 ) -> frozenset[str]:
     """Set up the controllers, webhooks and indexes of the configured integrations
-    (Kueue's ``SetupControllers`` + ``SetupIndexes``); returns the names set up.
+    (Kueue's ``SetupControllers`` + ``SetupIndexes``); returns the names set up now.
 
     Each enabled framework whose API the server serves gets its reconciler (events
-    reported as ``<framework>-<manager name>-controller``) and its webhook; a framework
-    whose API is missing gets only its webhook, and a disabled one a no-op webhook.
+    reported as ``<framework>-<manager name>-controller``) and its webhook, and is marked
+    enabled in ``integration_manager``; a disabled one gets a no-op webhook. A framework
+    whose API is missing (no REST mapping) gets its webhook now and an :class:`APIWaiter`
+    on ``mgr`` that sets up its reconcilers, and marks it enabled, once the API appears
+    (Kueue's ``WaitForAPI``). Other REST mapping errors fail the setup.
     """
     opts = attrs.evolve(options or ReconcilerOptions(),
                         integration_manager=integration_manager)
-    enabled = integration_manager.configure(enabled_frameworks, external_frameworks)
+    # Marked enabled only once its controller exists, as Kueue's setupControllerAndWebhook.
+    enabled = integration_manager.configure(enabled_frameworks, external_frameworks,
+                                            mark_enabled=False)
     await integration_manager.setup_indexes(mgr.get_cache(), enabled)
     webhook_options: dict[str, Any] = {
         "integration_manager": integration_manager,
@@ -1366,29 +1437,56 @@ async def setup_controllers(
         "queues": opts.queues,
         "features": opts.features,
     }
+
+    def setup_reconcilers(name: str, cb: IntegrationCallbacks) -> None:
+        recorder = mgr.get_event_recorder_for(f"{name}-{opts.manager_name}-controller")
+        assert cb.new_reconciler is not None
+        for factory in (cb.new_reconciler, *cb.new_additional_reconcilers):
+            reconciler = factory(mgr.get_client(), mgr.get_cache(), recorder, options=opts)
+            reconciler.setup_with_manager(mgr)
+
+    def deferred(name: str, cb: IntegrationCallbacks) -> Callable[[], None]:
+        def action() -> None:
+            log.info("API of %s is now served, setting up its controller", name)
+            try:
+                setup_reconcilers(name, cb)
+            except Exception as err:
+                # Kueue logs and gives up: the manager keeps running without it.
+                log.error("failed to set up the controller of %s: %s", name, err,
+                          exc_info=err)
+                return
+            # Its webhook was set up before the wait; a second one on the same path
+            # would be ignored (controller-runtime) or rejected, so it is not redone.
+            integration_manager.enable_integration(name)
+        return action
+
     done: set[str] = set()
     for name in integration_manager.get_integrations_list():
         cb = integration_manager.get_integration(name)
         assert cb is not None and cb.new_reconciler is not None
-        if name not in integration_manager.enabled_integrations():
+        if name not in enabled:
             if webhook_server is not None and cb.setup_webhook is not None:
                 cb.setup_webhook(webhook_server, mgr.get_client(), noop_webhook=True)
             continue
+        prefix = f"jobFrameworkName {go_quote(name)}"
         gvk = cb.get_gvk()
+        if gvk is None:
+            raise IntegrationError(f"{prefix}: failed to map the job kind")
         try:
-            assert gvk is not None
             await mgr.get_client().rest_mapper.rest_mapping(gvk)
-            served = True
+        except NoKindMatchError as err:
+            log.info("API of %s (%s) is not served yet, deferring its controller: %s",
+                     name, gvk, err)
+            if webhook_server is not None and cb.setup_webhook is not None:
+                cb.setup_webhook(webhook_server, mgr.get_client(), **webhook_options)
+            mgr.add(APIWaiter(mgr.get_client().rest_mapper, gvk, deferred(name, cb),
+                              clock=mgr.clock))
+            continue
         except Exception as err:
-            log.info("API of %s (%s) is not served yet: %s", name, gvk, err)
-            served = False
-        if served:
-            recorder = mgr.get_event_recorder_for(f"{name}-{opts.manager_name}-controller")
-            for factory in (cb.new_reconciler, *cb.new_additional_reconcilers):
-                reconciler = factory(mgr.get_client(), mgr.get_cache(), recorder,
-                                     options=opts)
-                reconciler.setup_with_manager(mgr)
-            done.add(name)
+            raise IntegrationError(f"{prefix}: {err}") from err
+        setup_reconcilers(name, cb)
         if webhook_server is not None and cb.setup_webhook is not None:
             cb.setup_webhook(webhook_server, mgr.get_client(), **webhook_options)
+        integration_manager.enable_integration(name)
+        done.add(name)
     return frozenset(done)
