@@ -1,6 +1,7 @@
 """The batch/v1 Job webhook: :class:`~jobframework.base_webhook.BaseWebhook` plus the
 Job-specific rules of Kueue's ``job_webhook.go`` (partial admission annotations, TAS
-annotations on the pod template, parallelism frozen while a partially admitted Job runs).
+annotations on the pod template, no required/preferred topology on elastic Jobs,
+parallelism frozen while a partially admitted Job runs).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from typing import Any
 
 from jobframework import constants as c
 from jobframework.base_webhook import BaseWebhook
+from jobframework.constants import FeatureGate, FeatureGates
 from jobframework.field import ErrorList, forbidden, invalid, new_path
 from jobframework.interface import GenericJob
 from jobframework.podset import TopologyRequestError, go_parse_bool
@@ -63,6 +65,32 @@ def validate_partial_admission_create(job: BatchJob) -> ErrorList:
     return errs
 
 
+def validate_topology_request(job: BatchJob, features: FeatureGates) -> ErrorList:
+    """The pod template's TAS annotations (with gate ``TopologyAwareScheduling``); an
+    elastic Job may only ask for unconstrained topology, as Kueue's webhook has it.
+
+    Like Kueue, malformed annotations are reported alone, and of the elastic-Job errors
+    only the first (required before preferred).
+    """
+    if not features.enabled(FeatureGate.TOPOLOGY_AWARE_SCHEDULING):
+        return ErrorList()
+    template_meta = (job.spec.get("template") or {}).get("metadata") or {}
+    errs = validate_tas_pod_set_request(TEMPLATE_METADATA_PATH, template_meta,
+                                        features=features)
+    if errs:
+        return errs
+    if workload_slice_enabled(job.object(), features=features):
+        annotations = template_meta.get("annotations") or {}
+        for key, mode in ((c.PODSET_REQUIRED_TOPOLOGY_ANNOTATION, "required"),
+                          (c.PODSET_PREFERRED_TOPOLOGY_ANNOTATION, "preferred")):
+            if key in annotations:
+                # Kueue names the field with Child("annotations", key): dotted, not [key].
+                return ErrorList([forbidden(TEMPLATE_METADATA_PATH.child("annotations", key),
+                                            f"{mode} topology is not supported with "
+                                            "elastic jobs")])
+    return ErrorList()
+
+
 class BatchJobWebhook(BaseWebhook):
     """Defaulting and validation of batch/v1 Jobs."""
 
@@ -84,13 +112,12 @@ class BatchJobWebhook(BaseWebhook):
         assert isinstance(job, BatchJob)
         errs = super().create_errors(job)
         errs.extend(validate_partial_admission_create(job))
-        template_meta = (job.spec.get("template") or {}).get("metadata") or {}
-        errs.extend(validate_tas_pod_set_request(TEMPLATE_METADATA_PATH, template_meta,
-                                                 features=self.features))
+        errs.extend(validate_topology_request(job, self.features))
         return errs
 
     def update_errors(self, old: GenericJob, new: GenericJob) -> ErrorList:
-        """Base update rules, the create rules of the new Job, frozen parallelism."""
+        """Base update rules, the create rules of the new Job, frozen parallelism, the
+        new Job's topology request."""
         assert isinstance(old, BatchJob) and isinstance(new, BatchJob)
         errs = super().update_errors(old, new)
         errs.extend(validate_partial_admission_create(new))
@@ -99,4 +126,5 @@ class BatchJobWebhook(BaseWebhook):
             errs.append(forbidden(new_path("spec", "parallelism"),
                                   "cannot change when partial admission is enabled and the "
                                   "job is not suspended"))
+        errs.extend(validate_topology_request(new, self.features))
         return errs
