@@ -9,11 +9,14 @@ one error prints as itself, several as ``[e1, e2]``.
 from __future__ import annotations
 
 import enum
-import json
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 import attrs
+
+# Re-exported: callers build Kueue-style messages from `field`.
+from .runtime.gofmt import go_quote as go_quote
+from .runtime.gofmt import render_value as render_value
 
 
 class _Omit:
@@ -132,70 +135,6 @@ _VALUE_SHOWN: Final = frozenset({
     ErrorType.INVALID, ErrorType.TYPE_INVALID, ErrorType.NOT_SUPPORTED, ErrorType.NOT_FOUND,
     ErrorType.DUPLICATE, ErrorType.TOO_MANY, ErrorType.TOO_FEW,
 })
-
-_SIMPLE_ESCAPES: Final = {
-    "\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t",
-    "\v": "\\v", "\\": "\\\\", '"': '\\"',
-}
-
-
-def go_quote(s: str) -> str:
-    """Go's ``strconv.Quote`` (``%q``): printable characters kept, others escaped."""
-    out = ['"']
-    for ch in s:
-        if ch in _SIMPLE_ESCAPES:
-            out.append(_SIMPLE_ESCAPES[ch])
-        elif ch.isprintable():
-            out.append(ch)
-        else:
-            cp = ord(ch)
-            if cp < 0x80:
-                out.append(f"\\x{cp:02x}")
-            elif cp < 0x10000:
-                out.append(f"\\u{cp:04x}")
-            else:
-                out.append(f"\\U{cp:08x}")
-    out.append('"')
-    return "".join(out)
-
-
-def _go_float(f: float) -> str:
-    # %v of a float64 is strconv.FormatFloat(f, 'g', -1, 64): shortest, exponent >= 21.
-    if f != f:
-        return "NaN"
-    if f in (float("inf"), float("-inf")):
-        return "+Inf" if f > 0 else "-Inf"
-    if f.is_integer() and abs(f) < 1e21:
-        return str(int(f))
-    r = repr(f)
-    if "e" in r:
-        mant, exp = r.split("e")
-        sign = exp[0] if exp[0] in "+-" else "+"
-        digits = exp.lstrip("+-").rjust(2, "0")
-        return f"{mant}e{sign}{digits}"
-    return r
-
-
-def _go_json(value: Any) -> str:
-    text = json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False,
-                      default=str)
-    # encoding/json escapes HTML-sensitive characters and the JS line separators.
-    return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
-
-
-def render_value(value: Any) -> str:
-    """A bad value as Go's ``ErrorBody`` renders it."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return _go_float(value)
-    if isinstance(value, str):
-        return go_quote(value)
-    return _go_json(value)
-
 
 class FieldError(ValueError):
     """One field-level validation error (Go ``*field.Error``)."""

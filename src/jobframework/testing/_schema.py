@@ -40,6 +40,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from decimal import Decimal
 from typing import Any, Final
 
+from ..runtime.gofmt import go_float, go_quote
+from ..runtime.gofmt import render_value as format_bad_value
+
 __all__ = [
     "Cause",
     "SchemaNode",
@@ -87,40 +90,7 @@ OMIT: Final[Any] = object()
 _NIL_PATH: Final = "<nil>"
 
 
-def _go_float(x: float) -> str:
-    # Go's %v for float64: shortest repr, exponent form only below 1e-4 or from 1e21.
-    if x != x or x in (float("inf"), float("-inf")):
-        return {"nan": "NaN", "inf": "+Inf", "-inf": "-Inf"}[repr(x)]
-    if x.is_integer() and abs(x) < 1e21:
-        return str(int(x))
-    text = repr(x)
-    if "e" in text:
-        exp = int(text.split("e")[1])
-        if -4 <= exp < 21:
-            return format(Decimal(text), "f")
-    return text
 
-
-def format_bad_value(value: Any) -> str:
-    """A bad value as ``field.Error.ErrorBody`` prints it (Go ``%q`` strings, JSON otherwise)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return _go_float(value)
-    if isinstance(value, str):
-        return _go_quote(value)
-    return _go_json(value)
-
-
-def _go_json(value: Any) -> str:
-    # encoding/json.Marshal: sorted keys, compact, HTML-safe escapes.
-    text = json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
-    for char, escape in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
-                         ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
-        text = text.replace(char, escape)
-    return text
 
 
 def field_error(kind: str, field: str, value: Any = OMIT, detail: str = "") -> Cause:
@@ -138,26 +108,7 @@ def field_error(kind: str, field: str, value: Any = OMIT, detail: str = "") -> C
     return {"reason": kind, "message": body, "field": field}
 
 
-_GO_ESCAPES: Final = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r",
-                      "\t": "\\t", "\v": "\\v", "\\": "\\\\", '"': '\\"'}
 
-
-def _go_quote(text: str) -> str:
-    # Go's %q (strconv.Quote): printable runes as they are, the rest escaped.
-    out = ['"']
-    for char in text:
-        if char in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[char])
-        elif char.isprintable():
-            out.append(char)
-        elif ord(char) < 0x80:
-            out.append(f"\\x{ord(char):02x}")
-        elif ord(char) <= 0xFFFF:
-            out.append(f"\\u{ord(char):04x}")
-        else:
-            out.append(f"\\U{ord(char):08x}")
-    out.append('"')
-    return "".join(out)
 
 
 def _json_type(value: Any) -> str:
@@ -539,7 +490,7 @@ class StructuralSchema:
         if check is not None and not check(data):
             out.append(field_error("FieldValueTypeInvalid", _fp(path), data,
                                    f"{path} in body must be of type {node.format}: "
-                                   f"{_go_quote(data)}"))
+                                   f"{go_quote(data)}"))
 
     def _check_number(
         self, data: float, node: SchemaNode, path: str, out: list[Cause]
@@ -589,7 +540,7 @@ class StructuralSchema:
         if any(_enum_equal(data, allowed) for allowed in node.enum):
             return
         supported = ", ".join(
-            _go_quote(v if isinstance(v, str) else json.dumps(v, separators=(",", ":")))
+            go_quote(v if isinstance(v, str) else json.dumps(v, separators=(",", ":")))
             for v in node.enum)
         out.append(field_error("FieldValueNotSupported", _fp(path), data,
                                f"supported values: {supported}"))
@@ -656,7 +607,7 @@ def _fp(path: str) -> str:
 
 def _type_error(path: str, wanted: str, actual: str) -> Cause:
     return field_error("FieldValueTypeInvalid", _fp(path), actual,
-                       f"{path} in body must be of type {wanted}: {_go_quote(actual)}")
+                       f"{path} in body must be of type {wanted}: {go_quote(actual)}")
 
 
 def _nil_path_invalid(detail: str) -> Cause:
@@ -675,7 +626,7 @@ def _num(bound: float, data: float) -> str:
     # Integer data is checked against int64(bound) and printed so; floats print as %v.
     if isinstance(data, int):
         return str(int(bound))
-    return _go_float(float(bound))
+    return go_float(float(bound))
 
 
 # The formats kube-openapi's numberValidator range-checks values against.
