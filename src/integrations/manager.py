@@ -1,29 +1,31 @@
-"""Our external-framework manager: the JobFlow integration beside a real Kueue manager.
+"""Our external-framework manager: the reference integrations beside a real Kueue manager.
 
-Kueue lists ``JobFlow.v1alpha1.api.practice.com`` in ``integrations.externalFrameworks``
-and leaves JobFlows to us. This process (or coroutine, to embed it) does the rest:
+Kueue lists our kinds (``JobFlow.v1alpha1.api.practice.com``,
+``DaemonJob.v1alpha1.api.practice.com``, ``AppWrapper.v1beta2.workload.codeflare.dev``)
+in ``integrations.externalFrameworks`` and leaves them to us. This process (or
+coroutine, to embed it) does the rest, for each integration it runs (all of
+:data:`~integrations.catalog.DEFAULT_INTEGRATIONS` unless told otherwise):
 
-1. installs the JobFlow and JobTemplate CRDs shipped in :mod:`integrations.jobflow`
-   and waits until they are ``Established``;
-2. serves the JobFlow webhooks (Kueue's base webhook for JobFlows, the JobTemplate
-   validator) from a :class:`~jobframework.webhook.WebhookServer` on loopback with a
-   locally generated CA, and registers Mutating/ValidatingWebhookConfigurations
-   pointing at its URL; it then proves the path apiserver → webhook works with a
-   dry-run JobFlow that must come back suspended;
-3. runs the JobFlow DAG and JobTemplate controllers and Kueue's generic reconciler for
-   JobFlows in a :class:`~jobframework.runtime.manager.Manager`.
+1. installs the integration's CRDs and waits until they are ``Established``;
+2. serves its webhooks (Kueue's base webhook for the kind, plus the kind's own rules)
+   from one :class:`~jobframework.webhook.WebhookServer` on loopback with a locally
+   generated CA, and registers Mutating/ValidatingWebhookConfigurations pointing at its
+   URL; it then proves the path apiserver → webhook works with a dry-run probe object
+   per integration that must come back suspended;
+3. runs the integration's controllers and Kueue's generic reconciler for the kind in
+   one :class:`~jobframework.runtime.manager.Manager`.
 
 On shutdown it deletes the webhook configurations it created *before* it stops
 serving, so the API server never calls a dead URL with ``failurePolicy: Fail``.
 
 It needs an admin-like identity (it writes CRDs and webhook configurations). Run it::
 
-    python -m integrations run --kubeconfig ~/.kube/config
+    python -m integrations run --kubeconfig ~/.kube/config [--integrations jobflow,daemonjob]
 
 or embed it::
 
     async with ExternalFrameworkManager(client) as mgr:
-        ...  # JobFlows are now admitted through Kueue
+        ...  # our kinds are now admitted through Kueue
 """
 
 from __future__ import annotations
@@ -40,8 +42,12 @@ from typing import Any, Final, Literal
 
 import attrs
 
-from integrations.jobflow import JOBFLOW_GVK, JOBTEMPLATE_GVK, load_crds, register, setup
-from integrations.jobflow.setup import JobFlowSetup
+from integrations.catalog import (
+    DEFAULT_INTEGRATIONS,
+    ReferenceIntegration,
+    Wiring,
+    reference_integrations,
+)
 from jobframework.integrations import IntegrationManager
 from jobframework.reconciler import ReconcilerOptions
 from jobframework.runtime.client import Client
@@ -78,11 +84,13 @@ class ManagerOptions:
     webhook_port: int = 0
     #: Where the serving certificate is written (a temporary directory when None).
     cert_dir: Path | None = None
+    #: The reference integrations to run (keys of :data:`integrations.catalog.MODULES`).
+    integrations: tuple[str, ...] = DEFAULT_INTEGRATIONS
     #: Name of both webhook configurations.
-    webhook_configuration_name: str = "kueue-jobframework-jobflow"
+    webhook_configuration_name: str = "kueue-jobframework"
     install_crds: bool = True
     register_webhooks: bool = True
-    #: The namespace of the dry-run JobFlow that proves the webhook path (None: no probe).
+    #: The namespace of the dry-run objects that prove the webhook path (None: no probe).
     probe_namespace: str | None = "default"
     health_probe_bind_address: str | None = None
     metrics_bind_address: str | None = None
@@ -93,39 +101,47 @@ class ManagerOptions:
     wait_for_pods_ready: bool = True
 
 
-def _webhook_specs(paths: Sequence[str]) -> tuple[list[WebhookSpec], list[WebhookSpec]]:
-    """(mutating, validating) specs for the paths :func:`setup` registered."""
-    resources = {JOBFLOW_GVK.kind.lower(): "jobflows", JOBTEMPLATE_GVK.kind.lower(): "jobtemplates"}
+def _served_resources(crds: Sequence[Object]) -> dict[str, tuple[str, str, str]]:
+    """``<group with dashes>-<version>-<kind lower-cased>`` (the tail of a
+    controller-runtime webhook path) → (group, version, plural), per served version."""
+    out: dict[str, tuple[str, str, str]] = {}
+    for crd in crds:
+        spec = crd["spec"]
+        kind = spec["names"]["kind"].lower()
+        for version in spec.get("versions") or []:
+            if version.get("served", True):
+                key = f"{spec['group'].replace('.', '-')}-{version['name']}-{kind}"
+                out[key] = (spec["group"], version["name"], spec["names"]["plural"])
+    return out
+
+
+def _webhook_specs(paths: Sequence[str], crds: Sequence[Object]
+                   ) -> tuple[list[WebhookSpec], list[WebhookSpec]]:
+    """(mutating, validating) specs for controller-runtime style webhook ``paths``
+    (``/mutate-<group with dashes>-<version>-<kind>``) of the kinds in ``crds``."""
+    by_path = _served_resources(crds)
     mutating: list[WebhookSpec] = []
     validating: list[WebhookSpec] = []
     for path in paths:
         verb, _, rest = path.lstrip("/").partition("-")
+        try:
+            group, version, plural = by_path[rest]
+        except KeyError:
+            raise ValueError(f"webhook path {path!r} serves no kind of the installed "
+                             "CRDs") from None
         kind = rest.rsplit("-", 1)[-1]
-        resource = resources[kind]
         # As Kueue's markers: defaulting on create only (on update it would suspend an
-        # admitted JobFlow again), validation on create and update.
+        # admitted job again), validation on create and update.
         operations: tuple[Literal["CREATE", "UPDATE"], ...] = (
             ("CREATE",) if verb == "mutate" else ("CREATE", "UPDATE"))
         spec = WebhookSpec(
-            name=f"{verb[0]}{kind}.{JOBFLOW_GVK.group}",
+            name=f"{verb[0]}{kind}.{group}",
             path=path,
-            rules=[rule(JOBFLOW_GVK.group, JOBFLOW_GVK.version, resource, operations)],
+            rules=[rule(group, version, plural, operations)],
             timeout_seconds=10,
         )
         (mutating if verb == "mutate" else validating).append(spec)
     return mutating, validating
-
-
-def _probe_jobflow(namespace: str) -> Object:
-    """A minimal queued JobFlow; the mutating webhook must suspend it."""
-    return {
-        "apiVersion": JOBFLOW_GVK.api_version, "kind": JOBFLOW_GVK.kind,
-        "metadata": {"name": "kueue-jobframework-webhook-probe", "namespace": namespace,
-                     "labels": {QUEUE_LABEL: "probe"}},
-        "spec": {"flows": [{"name": "probe", "jobTemplate": {"template": {"spec": {
-            "restartPolicy": "Never",
-            "containers": [{"name": "c", "image": "probe"}]}}}}]},
-    }
 
 
 async def _eventually(what: str, probe: Any, limit: float, interval: float = 0.25) -> Any:
@@ -146,7 +162,8 @@ async def _eventually(what: str, probe: Any, limit: float, interval: float = 0.2
 
 
 class ExternalFrameworkManager:
-    """Runs the JobFlow integration against ``client``'s cluster (see the module docstring).
+    """Runs the reference integrations against ``client``'s cluster (see the module
+    docstring).
 
     :meth:`start` returns once everything serves; :meth:`stop` undoes what start did
     (webhook configurations first). Use it as an async context manager.
@@ -157,7 +174,10 @@ class ExternalFrameworkManager:
         self.options = options or ManagerOptions()
         self.manager: Manager | None = None
         self.webhook_server: WebhookServer | None = None
-        self.wiring: JobFlowSetup | None = None
+        #: The integrations run, and what each one's ``setup`` registered.
+        self.integrations: list[ReferenceIntegration] = reference_integrations(
+            self.options.integrations)
+        self.wiring: dict[str, Wiring] = {}
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self._task: asyncio.Task[None] | None = None
         self._registered: list[GVK] = []
@@ -188,19 +208,21 @@ class ExternalFrameworkManager:
         self.webhook_server = server
 
         im = IntegrationManager()
-        register(im)
+        for integration in self.integrations:
+            integration.register(im)
         mgr = Manager(self.client, health_probe_bind_address=opts.health_probe_bind_address,
                       metrics_bind_address=opts.metrics_bind_address,
                       graceful_shutdown_timeout=10.0, cache_sync_timeout=opts.ready_timeout)
         self.manager = mgr
-        self.wiring = await setup(mgr, webhook_server=server,
-                                  kueue=ReconcilerOptions(
-                                      integration_manager=im,
-                                      wait_for_pods_ready=opts.wait_for_pods_ready))
+        kueue = ReconcilerOptions(integration_manager=im,
+                                  wait_for_pods_ready=opts.wait_for_pods_ready)
+        for integration in self.integrations:
+            self.wiring[integration.name] = await integration.setup(
+                mgr, webhook_server=server, kueue=kueue)
         mgr.add_readyz_check("webhook", server.started_checker())
         await server.listen()
         log.info("webhook server listening at %s", server.url())
-        self._task = asyncio.create_task(mgr.start(), name="jobflow-manager")
+        self._task = asyncio.create_task(mgr.start(), name="integrations-manager")
         elected = asyncio.ensure_future(mgr.elected())
         done, _ = await asyncio.wait({elected, self._task}, timeout=opts.ready_timeout,
                                      return_when=asyncio.FIRST_COMPLETED)
@@ -213,7 +235,8 @@ class ExternalFrameworkManager:
             raise TimeoutError("timed out waiting for the manager's cache to sync")
         if opts.register_webhooks:
             await self.register_webhooks(server.url(), certs.ca_bundle)
-        log.info("JobFlow integration running (webhooks at %s)", server.url())
+        log.info("integrations running: %s (webhooks at %s)",
+                 ", ".join(i.name for i in self.integrations), server.url())
 
     async def wait(self) -> None:
         """Return when the manager stops (raising its error, if it failed)."""
@@ -253,8 +276,8 @@ class ExternalFrameworkManager:
     # -- steps -----------------------------------------------------------------------
 
     async def install_crds(self) -> None:
-        """Apply the JobFlow and JobTemplate CRDs and wait until both are Established."""
-        crds = load_crds()
+        """Apply the integrations' CRDs and wait until all are Established."""
+        crds = self.crds()
         for crd in crds:
             await self.client.apply(crd, field_manager=FIELD_MANAGER, force=True)
 
@@ -267,14 +290,14 @@ class ExternalFrameworkManager:
                     return False
             return True
 
-        await _eventually("the JobFlow CRDs to be Established", established,
+        await _eventually("our CRDs to be Established", established,
                           self.options.ready_timeout)
         log.info("CRDs installed: %s", ", ".join(c["metadata"]["name"] for c in crds))
 
     async def register_webhooks(self, url: str, ca_bundle: bytes) -> None:
         """Point webhook configurations at ``url`` and prove the path works (dry run)."""
-        assert self.wiring is not None
-        mutating, validating = _webhook_specs(self.wiring.webhook_paths)
+        paths = [p for wiring in self.wiring.values() for p in wiring.webhook_paths]
+        mutating, validating = _webhook_specs(paths, self.crds())
         name = self.options.webhook_configuration_name
         for gvk, specs, build in ((MUTATING_GVK, mutating, mutating_webhook_configuration),
                                   (VALIDATING_GVK, validating,
@@ -287,15 +310,21 @@ class ExternalFrameworkManager:
         ns = self.options.probe_namespace
         if ns is None or not mutating:
             return
-        probe = _probe_jobflow(ns)
+        for integration in self.integrations:
+            probe = integration.probe_object(ns)
 
-        async def suspended() -> bool:
-            out = await self.client.create(probe, dry_run=True)
-            return bool((out.get("spec") or {}).get("suspend"))
+            async def suspended(probe: Object = probe) -> bool:
+                out = await self.client.create(probe, dry_run=True)
+                return bool((out.get("spec") or {}).get("suspend"))
 
-        await _eventually("our JobFlow webhook to suspend a queued JobFlow (dry run)",
-                          suspended, self.options.ready_timeout)
+            await _eventually(f"our {integration.gvk.kind} webhook to suspend a queued "
+                              f"{integration.gvk.kind} (dry run)", suspended,
+                              self.options.ready_timeout)
         log.info("webhook configurations %s registered and answering", name)
+
+    def crds(self) -> list[Object]:
+        """The CRDs of the integrations this manager runs."""
+        return [crd for integration in self.integrations for crd in integration.load_crds()]
 
 
 async def run(client: Client, options: ManagerOptions | None = None,

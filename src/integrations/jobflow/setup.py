@@ -20,6 +20,7 @@ from typing import Any, Final
 import attrs
 
 from jobframework.base_webhook import BaseWebhook, setup_base_webhook
+from jobframework.constants import QUEUE_LABEL
 from jobframework.indexer import setup_workload_owner_index
 from jobframework.integrations import (
     DEFAULT_INTEGRATION_MANAGER,
@@ -32,6 +33,7 @@ from jobframework.reconciler import (
     new_generic_reconciler_factory,
 )
 from jobframework.runtime.manager import Manager
+from jobframework.runtime.objects import Object
 from jobframework.webhook import WebhookBuilder, WebhookServer
 
 from .api import JOBFLOW_GVK, JOBTEMPLATE_GVK
@@ -78,6 +80,18 @@ def setup_kueue_webhook(server: WebhookServer, client: Any = None, **options: An
     """Serve the Kueue JobFlow webhook (mutating and validating) and the JobTemplate one."""
     paths = setup_base_webhook(server, JOBFLOW_GVK, JobFlowKueueWebhook(client, **options))
     return paths + _jobtemplate_webhook(server)
+
+
+def probe_object(namespace: str) -> Object:
+    """A minimal queued JobFlow; Kueue's mutating webhook must return it suspended."""
+    return {
+        "apiVersion": JOBFLOW_GVK.api_version, "kind": JOBFLOW_GVK.kind,
+        "metadata": {"name": "kueue-jobframework-webhook-probe", "namespace": namespace,
+                     "labels": {QUEUE_LABEL: "probe"}},
+        "spec": {"flows": [{"name": "probe", "jobTemplate": {"template": {"spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "c", "image": "probe"}]}}}}]},
+    }
 
 
 async def setup_indexes(indexer: Any) -> None:
