@@ -26,6 +26,8 @@ KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 #: Annotation on a pod (or a Job's pod template) that makes kwok fail it
 #: instead of completing it.
 FAIL_ANNOTATION = "kueue-jf.test/fail"
+#: Owner kinds whose running pods kwok finishes (after the run time); other pods run on.
+FINISHING_OWNER_KINDS = ("Job", "AppWrapper")
 #: kwok's own per-pod override of the Running -> Succeeded/Failed delay ("5s").
 COMPLETE_DELAY_ANNOTATION = "pod-complete.stage.kwok.x-k8s.io/delay"
 #: Per-pod override of the Pending -> Running delay ("500ms").
@@ -194,11 +196,13 @@ startTime: {{ $now | Quote }}
 
 
 def _pod_finish_stage(name: str, default_ms: int, *, fail: bool) -> JSON:
-    # Running pods owned by a Job -> Succeeded (or Failed when annotated).
+    # Running pods owned by a Job, or directly by an AppWrapper (a wrapped Pod), ->
+    # Succeeded (or Failed when annotated). Pods of Deployments and the like keep running.
     selector: list[JSON] = [
         {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
         {"key": ".status.phase", "operator": "In", "values": ["Running"]},
-        {"key": ".metadata.ownerReferences.[].kind", "operator": "In", "values": ["Job"]},
+        {"key": ".metadata.ownerReferences.[].kind", "operator": "In",
+         "values": list(FINISHING_OWNER_KINDS)},
     ]
     fail_key = f'.metadata.annotations["{FAIL_ANNOTATION}"]'
     if fail:
