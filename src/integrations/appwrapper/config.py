@@ -508,17 +508,22 @@ def limit_duration(desired: dt.timedelta, config: AppWrapperConfig) -> dt.timede
     return min(desired, config.fault_tolerance.grace_period_maximum)
 
 
-def _annotated_duration(aw: Mapping[str, Any], key: str, what: str) -> dt.timedelta | None:
-    """The annotation as a duration, None when absent or malformed (logged)."""
+def _annotated_nanoseconds(aw: Mapping[str, Any], key: str, what: str) -> int | None:
+    """The annotation as Go nanoseconds, None when absent or malformed (logged)."""
     value = annotations_of(aw).get(key)
     if value is None:
         return None
     try:
-        return from_nanoseconds(parse_go_duration(str(value)))
+        return parse_go_duration(str(value))
     except GoDurationError as err:
         log.error("Malformed %s annotation; using default: %s (annotation %r)", what, err,
                   value)
         return None
+
+
+def _annotated_duration(aw: Mapping[str, Any], key: str, what: str) -> dt.timedelta | None:
+    ns = _annotated_nanoseconds(aw, key, what)
+    return None if ns is None else from_nanoseconds(ns)
 
 
 def _grace(aw: Mapping[str, Any], config: AppWrapperConfig, key: str, what: str,
@@ -573,10 +578,11 @@ def time_to_live_after_succeeded_duration(aw: Mapping[str, Any],
     The annotation can only shorten the configured TTL: it is used when strictly between
     zero and the configured value, and never clamped by the grace period ceiling.
     """
-    value = _annotated_duration(aw, SUCCESS_TTL_ANNOTATION, "successTTL")
+    ns = _annotated_nanoseconds(aw, SUCCESS_TTL_ANNOTATION, "successTTL")
     ttl = config.fault_tolerance.success_ttl
-    if value is not None and dt.timedelta(0) < value < ttl:
-        return value
+    # Compared in nanoseconds, as Go does, before truncating to a timedelta.
+    if ns is not None and 0 < ns < to_nanoseconds(ttl):
+        return from_nanoseconds(ns)
     return ttl
 
 
