@@ -384,7 +384,7 @@ class AppWrapperReconciler:
         if len(_component_statuses(aw)) != len(_components(aw)):
             try:
                 status["componentStatus"] = initial_component_status(aw)
-            except ValueError as err:
+            except (ValueError, TypeError, KeyError, AttributeError) as err:
                 # Components are immutable: retrying cannot help (the webhook rejects
                 # such AppWrappers; upstream retries with backoff forever).
                 raise TerminalError(f"cannot determine the PodSets of AppWrapper "
@@ -613,7 +613,9 @@ class AppWrapperReconciler:
     async def _create_component(self, aw: Object, idx: int) -> tuple[BaseException | None, bool]:
         try:
             obj = self._build_component(aw, idx)
-        except (ValueError, TypeError, ComponentError) as err:
+        except (ValueError, TypeError, KeyError, AttributeError, IndexError,
+                ComponentError) as err:
+            # Nothing to retry: the template itself cannot become an object to create.
             return err, True
         gvk = GVK.of(obj)
         namespace = namespace_of(aw)

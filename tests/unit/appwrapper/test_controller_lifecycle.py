@@ -495,3 +495,33 @@ async def test_label_conflict_is_a_fatal_create_failure(h: Harness) -> None:
     assert h.server.objects(POD_GVK, NS) == []
     (cs,) = (await h.get())["status"]["componentStatus"]
     assert "conditions" not in cs, "injection failed before any create attempt"
+
+
+async def test_bad_pod_set_path_is_a_fatal_create_failure(h: Harness) -> None:
+    """A declared PodSet path that leads nowhere (the webhook would have refused it):
+    fatal CreateFailed, nothing created, the controller carries on to Failed."""
+    component = pod("p1")
+    component["podSets"] = [{"path": "template.spec.missing", "replicas": 1}]
+    await h.advance_to_resuming("aw", component)
+    await h.reconcile()
+    assert await h.phase() == "Failed"
+    status, reason, _ = brief(await h.cond(UH))
+    assert (status, reason) == ("True", "CreateFailed")
+    assert h.server.objects(POD_GVK, NS) == []
+    await h.reconcile()
+    assert brief(await h.cond(QR)) == ("False", "Failed", "No resources deployed")
+    await h.delete_and_finalize()
+
+
+async def test_foreign_namespace_component_is_a_fatal_create_failure(h: Harness) -> None:
+    """A template in another namespace is never created elsewhere: fatal CreateFailed."""
+    component = pod("p1")
+    component["template"]["metadata"]["namespace"] = "other"
+    await h.advance_to_resuming("aw", component)
+    await h.reconcile()
+    assert await h.phase() == "Failed"
+    status, reason, message = brief(await h.cond(UH))
+    assert (status, reason) == ("True", "CreateFailed")
+    assert message == ('error creating components: component namespace "other" is different '
+                       'from appwrapper namespace "default"')
+    assert h.server.objects(POD_GVK) == []
