@@ -525,3 +525,92 @@ async def test_foreign_namespace_component_is_a_fatal_create_failure(h: Harness)
     assert message == ('error creating components: component namespace "other" is different '
                        'from appwrapper namespace "default"')
     assert h.server.objects(POD_GVK) == []
+
+
+async def test_deleting_while_resetting_releases_the_kept_quota(h: Harness) -> None:
+    """Deleted during a reset's pause (resources gone, quota still held): QuotaReserved
+    turns False/Terminating and the finalizer goes, without any deletion step."""
+    import attrs
+    h.configure(attrs.evolve(h.config, fault_tolerance=attrs.evolve(
+        h.config.fault_tolerance, retry_limit=1)))
+    await h.advance_to_resuming("aw", pod("p1"), annotations={
+        "workload.codeflare.dev.appwrapper/retryPausePeriodDuration": "10m"})
+    await h.reconcile()
+    await h.set_pod_phase("Failed", 1, exit_code=1)
+    await h.reconcile()
+    await h.reconcile()
+    assert (await h.reconcile()).requeue_after == 600
+    assert not await h.is_true(RD) and await h.is_true(QR)
+    h.client.deletes.clear()
+    await h.api.delete(APPWRAPPER_GVK, "aw", namespace=NS)
+    patches: list[Any] = []
+    real_patch = h.api.patch
+
+    async def spy(*a: Any, **kw: Any) -> Any:
+        patches.append(a[2])
+        return await real_patch(*a, **kw)
+    h.client.patch = spy  # type: ignore[method-assign]
+    assert (await h.reconcile()).is_zero()
+    assert h.client.deletes == []
+    (patch,) = patches
+    (qr,) = [c for c in patch["status"]["conditions"] if c["type"] == "QuotaReserved"]
+    assert brief(qr) == ("False", "Terminating", "No resources deployed")
+    assert h.server.objects(APPWRAPPER_GVK, NS) == []
+
+
+async def test_deleting_a_suspended_appwrapper_that_ran_before(h: Harness) -> None:
+    """Suspended after running: the finalizer is still there; deletion only removes it
+    (nothing deployed, no quota held, no status write)."""
+    await h.advance_to_resuming("aw", pod("p1"))
+    await h.reconcile()
+    await h.suspend()
+    for _ in range(3):
+        await h.reconcile()
+    assert await h.phase() == "Suspended"
+    rv = (await h.get())["metadata"]["resourceVersion"]
+    await h.api.delete(APPWRAPPER_GVK, "aw", namespace=NS)
+    assert (await h.get())["metadata"]["resourceVersion"] != rv
+    h.client.deletes.clear()
+    assert (await h.reconcile()).is_zero()
+    assert h.client.deletes == []
+    assert h.server.objects(APPWRAPPER_GVK, NS) == []
+
+
+async def test_unhealthy_from_a_reset_is_cleared_by_a_healthy_pass(h: Harness) -> None:
+    """Unhealthy stays True through Resetting and Resuming (it is the retry pause's
+    anchor) and is cleared with FoundNoFailedPods by the first healthy Running pass."""
+    import attrs
+    h.configure(attrs.evolve(h.config, fault_tolerance=attrs.evolve(
+        h.config.fault_tolerance, retry_limit=1)))
+    await h.advance_to_resuming("aw", pod("p1"))
+    await h.reconcile()
+    await h.set_pod_phase("Failed", 1, exit_code=1)
+    await h.reconcile()
+    assert await h.phase() == "Resetting"
+    await h.reconcile()
+    await h.reconcile()
+    assert await h.phase() == "Resuming"
+    assert brief(await h.cond(UH)) == ("True", "FoundFailedPods", "")
+    await h.reconcile()
+    assert await h.phase() == "Running"
+    assert await h.is_true(UH)
+    await h.set_pod_phase("Running", 1)
+    await h.reconcile()
+    assert brief(await h.cond(UH)) == ("False", "FoundNoFailedPods", "")
+    assert brief(await h.cond(PR))[:2] == ("True", "SufficientPodsReady")
+    assert (await h.get())["status"]["resettingCount"] == 1
+    await h.delete_and_finalize()
+
+
+async def test_missing_component_is_checked_before_failed_components(h: Harness) -> None:
+    """Upstream's order: a missing component fails at once even when another failed."""
+    import attrs
+    h.configure(attrs.evolve(h.config, fault_tolerance=attrs.evolve(
+        h.config.fault_tolerance, retry_limit=3)))
+    await h.advance_to_resuming("aw", job("j1"), job("j2"))
+    await h.reconcile()
+    await h.fail_job("j1")
+    await h.api.delete(JOB_GVK, "j2", namespace=NS)
+    await h.reconcile()
+    assert await h.phase() == "Failed"
+    assert brief(await h.cond(UH))[1] == "MissingComponent"
