@@ -23,8 +23,8 @@ from typing import Any, Final
 from jobframework.runtime.objects import Object, owner_reference
 from jobframework.validation import quantity_value
 
-from .config import AppWrapperConfig, atoi
-from .podsets import get_component_pod_sets
+from .config import AppWrapperConfig
+from .podsets import PathError, get_component_pod_sets, get_raw_template
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,6 @@ __all__ = [
     "has_resource_request",
     "initial_component_status",
     "set_controller_reference",
-    "template_at",
 ]
 
 #: ``apiVersion:kind`` of the wrapped kinds whose ``Failed=True`` condition fails the
@@ -54,41 +53,6 @@ def initial_component_status(aw: Mapping[str, Any]) -> list[dict[str, Any]]:
         pod_sets = [copy.deepcopy(dict(p)) for p in get_component_pod_sets(component)]
         out.append({"name": "", "kind": "", "apiVersion": "", "podSets": pod_sets})
     return out
-
-
-def template_at(obj: Mapping[str, Any], path: str) -> MutableMapping[str, Any] | None:
-    """The map at a PodSet ``path`` (``template.spec.template``, ``template.spec.x[1].y``)
-    inside a component object, or None when the path does not lead to a map.
-
-    ``template`` names ``obj`` itself. The path grammar is upstream's; its errors are
-    reported by pod-set injection, which runs first, so here a bad path is just None.
-    """
-    if not path.startswith("template"):
-        return None
-    rest = path[len("template"):]
-    cursor: Any = obj
-    while rest:
-        if rest.startswith("["):
-            close = rest.find("]")
-            if close < 0:
-                return None
-            try:
-                index = atoi(rest[1:close])
-            except ValueError:
-                return None
-            if not isinstance(cursor, list) or not 0 <= index < len(cursor):
-                return None
-            cursor, rest = cursor[index], rest[close + 1:]
-        elif rest.startswith("."):
-            rest = rest[1:]
-            end = min((i for i in (rest.find("."), rest.find("[")) if i > 0), default=len(rest))
-            key, rest = rest[:end], rest[end:]
-            if not isinstance(cursor, Mapping) or key not in cursor:
-                return None
-            cursor = cursor[key]
-        else:
-            return None
-    return cursor if isinstance(cursor, MutableMapping) else None
 
 
 def has_resource_request(spec: Mapping[str, Any], resource: str) -> bool:
@@ -233,8 +197,10 @@ def finish_component(obj: Object, aw: Mapping[str, Any], pod_set_paths: list[str
     template names another controller).
     """
     for path in pod_set_paths:
-        template = template_at(obj, path)
-        spec = template.get("spec") if template is not None else None
+        try:
+            spec = get_raw_template(obj, path).get("spec")
+        except PathError:
+            continue  # reported by pod-set injection, which runs first
         if not isinstance(spec, MutableMapping):
             continue
         if config.scheduler_name:

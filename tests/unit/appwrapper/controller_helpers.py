@@ -18,16 +18,13 @@ from typing import Any
 import attrs
 import pytest
 
-pytest.importorskip("integrations.appwrapper.podsets")  # TEMP: until api.py/podsets.py land
-
+from integrations.appwrapper import load_crds
 from integrations.appwrapper.api import (
     APPWRAPPER_GVK,
     APPWRAPPER_LABEL,
     AppWrapperCondition,
     AppWrapperPhase,
 )
-
-from integrations.appwrapper import load_crds
 from integrations.appwrapper.config import (
     AppWrapperConfig,
     FaultToleranceConfig,

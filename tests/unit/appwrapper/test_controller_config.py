@@ -12,8 +12,6 @@ import datetime as dt
 import attrs
 import pytest
 
-pytest.importorskip("integrations.appwrapper.podsets")  # TEMP: until api.py/podsets.py land
-
 from integrations.appwrapper.config import (
     AppWrapperConfig,
     AutopilotConfig,

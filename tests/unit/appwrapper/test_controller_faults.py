@@ -15,10 +15,7 @@ from typing import Any
 import attrs
 import pytest
 
-pytest.importorskip("integrations.appwrapper.podsets")  # TEMP: until api.py/podsets.py land
-
 from integrations.appwrapper.api import AppWrapperCondition, AppWrapperPhase
-
 from integrations.appwrapper.config import FaultToleranceConfig
 from jobframework.runtime.client.interface import PropagationPolicy
 from jobframework.runtime.errors import Forbidden

@@ -4,19 +4,15 @@ suite leaves implicit (deletion, managedBy, generateName, ownership checks)."""
 
 from __future__ import annotations
 
-import pytest
-
-pytest.importorskip("integrations.appwrapper.podsets")  # TEMP: until api.py/podsets.py land
-
 from typing import Any
 
 import pytest
+
 from integrations.appwrapper.api import (
     APPWRAPPER_GVK,
     APPWRAPPER_LABEL,
     AppWrapperCondition,
 )
-
 from jobframework.runtime.errors import new_invalid
 from jobframework.runtime.objects import Object
 

@@ -11,10 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
-pytest.importorskip("integrations.appwrapper.podsets")  # TEMP: until api.py/podsets.py land
-
 from integrations.appwrapper.api import APPWRAPPER_GVK
-
 from integrations.appwrapper.config import AppWrapperConfig, ConfigError, FaultToleranceConfig
 from integrations.appwrapper.controller import setup_controllers
 from integrations.appwrapper.faults import NODE_GVK

@@ -7,8 +7,6 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("integrations.appwrapper.podsets")  # TEMP: until api.py/podsets.py land
-
 from integrations.appwrapper.config import AppWrapperConfig
 from integrations.appwrapper.faults import NODE_GVK, NodeHealth, NodeHealthMonitor
 from jobframework.runtime.reconcile import Request
