@@ -18,12 +18,12 @@ from typing import Any
 import attrs
 import pytest
 
-from integrations.appwrapper import load_crds
 from integrations.appwrapper.api import (
     APPWRAPPER_GVK,
     APPWRAPPER_LABEL,
     AppWrapperCondition,
     AppWrapperPhase,
+    load_crds,
 )
 from integrations.appwrapper.config import (
     AppWrapperConfig,

@@ -610,3 +610,22 @@ async def test_missing_component_is_checked_before_failed_components(h: Harness)
     await h.reconcile()
     assert await h.phase() == "Failed"
     assert brief(await h.cond(UH))[1] == "MissingComponent"
+
+
+async def test_uninferable_component_stops_in_the_first_phase(h: Harness) -> None:
+    """A PyTorchJob whose replicas are not an integer (the webhook would refuse it): no
+    PodSets can be frozen, the pass ends with a terminal (not retried) error and the
+    AppWrapper stays in the empty phase (upstream retries forever)."""
+    from jobframework.runtime.reconcile import TerminalError
+    bad = {"template": {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+                        "metadata": {"name": "pt"},
+                        "spec": {"pytorchReplicaSpecs": {"Master": {
+                            "replicas": "two",
+                            "template": {"spec": {"containers": [{"name": "c",
+                                                                  "image": "x"}]}}}}}}}
+    await h.create(appwrapper("aw", bad))
+    with pytest.raises(TerminalError, match="cannot determine the PodSets"):
+        await h.reconcile()
+    aw = await h.get()
+    assert aw.get("status", {}).get("phase", "") == ""
+    assert "componentStatus" not in aw.get("status", {})
