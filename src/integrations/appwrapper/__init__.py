@@ -1,27 +1,70 @@
 """AppWrapper (``workload.codeflare.dev/v1beta2``): wrapped Kubernetes objects queued by Kueue.
 
-A re-implementation of project-codeflare/appwrapper on this project's runtime and
-jobframework. See ``docs/appwrapper.md``.
+A re-implementation of project-codeflare/appwrapper (v1.2.x) and of Kueue's AppWrapper
+integration on this project's runtime and jobframework: the API and CRD
+(:func:`load_crds`), PodSet inference and injection (:mod:`.podsets`), the Kueue adapter
+(:class:`AppWrapperJob`), the webhooks (:class:`AppWrapperWebhook`,
+:class:`AppWrapperKueueWebhook`), the framework controller (:mod:`.controller`) and
+wiring for a manager (:func:`setup`). See ``docs/appwrapper.md`` and
+``docs/appwrapper-lifecycle.md``.
 """
+
+from __future__ import annotations
 
 from .api import (
     API_VERSION,
+    APPWRAPPER_CONTROLLER_NAME,
     APPWRAPPER_GVK,
+    APPWRAPPER_LABEL,
+    FINALIZER,
     GROUP,
     PLURAL,
+    USER_LABEL,
+    USERID_LABEL,
     VERSION,
     AppWrapperCondition,
     AppWrapperPhase,
     load_crds,
+    load_samples,
 )
+from .job import AppWrapperJob, AppWrapperMultiKueueAdapter
+from .setup import (
+    CALLBACKS,
+    FRAMEWORK_NAME,
+    AppWrapperSetup,
+    probe_object,
+    register,
+    setup,
+    setup_kueue_webhook,
+    setup_webhook,
+)
+from .webhook import AppWrapperKueueWebhook, AppWrapperWebhook
 
 __all__ = [
     "API_VERSION",
+    "APPWRAPPER_CONTROLLER_NAME",
     "APPWRAPPER_GVK",
+    "APPWRAPPER_LABEL",
+    "CALLBACKS",
+    "FINALIZER",
+    "FRAMEWORK_NAME",
     "GROUP",
     "PLURAL",
+    "USERID_LABEL",
+    "USER_LABEL",
     "VERSION",
     "AppWrapperCondition",
+    "AppWrapperJob",
+    "AppWrapperKueueWebhook",
+    "AppWrapperMultiKueueAdapter",
     "AppWrapperPhase",
+    "AppWrapperSetup",
+    "AppWrapperWebhook",
     "load_crds",
+    "load_samples",
+    "probe_object",
+    "register",
+    "setup",
+    "setup_kueue_webhook",
+    "setup_webhook",
 ]

@@ -51,6 +51,7 @@ __all__ = [
     "AppWrapperCondition",
     "AppWrapperPhase",
     "load_crds",
+    "load_samples",
 ]
 
 GROUP: Final = "workload.codeflare.dev"
@@ -135,4 +136,15 @@ def load_crds() -> list[Object]:
         if entry.name.endswith(".yaml"):
             out.extend(copy.deepcopy(doc) for doc in yaml.safe_load_all(entry.read_text())
                        if isinstance(doc, dict))
+    return out
+
+
+def load_samples() -> dict[str, list[Object]]:
+    """The sample manifests shipped in ``samples/`` (file name → documents)."""
+    out: dict[str, list[Object]] = {}
+    folder = resources.files(__package__).joinpath("samples")
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".yaml"):
+            docs = yaml.safe_load_all(entry.read_text(encoding="utf-8"))
+            out[entry.name] = [d for d in docs if isinstance(d, dict)]
     return out

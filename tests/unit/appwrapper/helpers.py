@@ -8,6 +8,9 @@ import copy
 from typing import Any
 
 from integrations.appwrapper.api import API_VERSION, KIND
+from jobframework.runtime.objects import GVK
+from jobframework.testing import APIServer
+from jobframework.testing.authorization import AccessRule
 
 NS = "default"
 BUSYBOX = "quay.io/project-codeflare/busybox:1.36"
@@ -150,3 +153,41 @@ def appwrapper(components: list[dict[str, Any]], *, name: str = "aw", namespace:
     if labels:
         meta["labels"] = dict(labels)
     return {"apiVersion": API_VERSION, "kind": KIND, "metadata": meta, "spec": spec}
+
+
+# --- the API server with the AppWrapper webhooks ------------------------------------------------
+
+LIMITED_USER = "limited-user"
+LIMITED_USER_ID = "8da0fcfe-6d7f-4f44-b433-d91d22cc1b8c"
+
+#: Kinds some tests wrap that the in-memory server does not serve by itself (group,
+#: version, kind, plural); registered as their CRDs would be.
+EXTRA_KINDS: tuple[tuple[str, str, str, str], ...] = (
+    ("apps", "v1", "StatefulSet", "statefulsets"),
+    ("", "v1", "Service", "services"),
+    ("jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets"),
+    ("kubeflow.org", "v1", "PyTorchJob", "pytorchjobs"),
+    ("ray.io", "v1", "RayCluster", "rayclusters"),
+    ("ray.io", "v1", "RayJob", "rayjobs"),
+    ("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet", "leaderworkersets"),
+)
+
+def upstream_rules() -> list[AccessRule]:
+    """Upstream's webhook suite: the limited user may create pods and AppWrappers and
+    only read deployments; the admin (group system:masters) may do anything."""
+    return [
+        AccessRule(groups=("system:masters",)),
+        AccessRule(users=(LIMITED_USER,), verbs=("create", "get", "list", "update", "delete"),
+                   api_groups=("",), resources=("pods",)),
+        AccessRule(users=(LIMITED_USER,), verbs=("*",), api_groups=("workload.codeflare.dev",),
+                   resources=("appwrappers",)),
+        AccessRule(users=(LIMITED_USER,), verbs=("get",), api_groups=("apps",),
+                   resources=("deployments",)),
+    ]
+
+
+def serve_extra_kinds(server: APIServer,
+                      kinds: tuple[tuple[str, str, str, str], ...] = EXTRA_KINDS) -> None:
+    """Serve the kinds of :data:`EXTRA_KINDS` (as if their CRDs were installed)."""
+    for group, version, kind, plural in kinds:
+        server.register_kind(GVK(group, version, kind), plural, True)
