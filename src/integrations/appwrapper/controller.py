@@ -372,7 +372,11 @@ class AppWrapperReconciler:
             await self._patch_status(aw, orig)
         finalizers = [f for f in metadata(aw).get("finalizers") or [] if f != FINALIZER]
         aw["metadata"]["finalizers"] = finalizers
-        await self.client.update(aw)
+        try:
+            await self.client.update(aw)
+        except NotFound:
+            # A previous pass (seen late by the cache) already removed it: gone for good.
+            return Result()
         log.info("AppWrapper %s/%s: finalizer removed", namespace_of(aw), name_of(aw))
         return Result()
 
