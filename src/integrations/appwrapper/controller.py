@@ -25,10 +25,10 @@ timers measure from (see ``docs/appwrapper-lifecycle.md``).
 - Every timer reads the reconciler's clock (the manager's), so a ``ManualClock`` makes
   tests deterministic.
 
-Watches (as upstream): AppWrappers, and Pods carrying the AppWrapper label, which enqueue
-their AppWrapper only once Succeeded. Wrapped objects of arbitrary kinds are *not*
-watched: the reconciler polls (5 s while creating pods / deleting, 1 min when healthy)
-and reads them straight from the API server.
+Watches: AppWrappers, and Pods carrying the AppWrapper label, which enqueue their
+AppWrapper once Succeeded or Failed (upstream: Succeeded only, so it sees failures late).
+Wrapped objects of arbitrary kinds are *not* watched: the reconciler polls (5 s while
+creating pods / deleting, 1 min when healthy) and reads them straight from the API server.
 """
 
 from __future__ import annotations
@@ -786,14 +786,19 @@ class AppWrapperReconciler:
 
     @staticmethod
     def pod_requests(pod: Object) -> list[Request]:
-        """A labelled pod that Succeeded enqueues its AppWrapper (upstream's ``podMapFunc``)."""
+        """A labelled pod that Succeeded or Failed enqueues its AppWrapper.
+
+        Upstream's ``podMapFunc`` maps Succeeded pods only, so a failure waits for the next
+        poll (up to a minute once PodsReady); mapping Failed pods too starts the failure
+        grace period when the failure happens, with the same decisions afterwards.
+        """
         name = labels_of(pod).get(APPWRAPPER_LABEL)
-        if name and (pod.get("status") or {}).get("phase") == "Succeeded":
+        if name and (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             return [Request.of(namespace_of(pod), name)]
         return []
 
     def setup_with_manager(self, mgr: Manager) -> None:
-        """``For`` AppWrappers; Pods map to their AppWrapper once Succeeded."""
+        """``For`` AppWrappers; Pods map to their AppWrapper once Succeeded or Failed."""
         ControllerBuilder(mgr).named(APPWRAPPER_CONTROLLER_RUNTIME_NAME) \
             .for_(APPWRAPPER_GVK) \
             .watches(POD_GVK, EnqueueRequestsFromMapFunc(self.pod_requests)) \

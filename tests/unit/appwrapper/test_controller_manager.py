@@ -174,3 +174,24 @@ async def test_invalid_config_is_rejected() -> None:
     with pytest.raises(ConfigError, match="SuccessTTL"):
         await setup_controllers(mgr, AppWrapperConfig(
             fault_tolerance=FaultToleranceConfig(success_ttl=dt.timedelta(0))))
+
+
+def test_pods_enqueue_their_appwrapper_once_finished() -> None:
+    """Upstream's ``podMapFunc`` maps Succeeded pods; ours maps Failed ones too (the
+    failure is seen at once instead of at the next poll). Running or unlabelled pods map
+    to nothing."""
+    from integrations.appwrapper.api import APPWRAPPER_LABEL
+    from integrations.appwrapper.controller import AppWrapperReconciler
+    from jobframework.runtime.reconcile import Request
+
+    def labelled(phase: str, label: bool = True) -> dict[str, object]:
+        meta: dict[str, object] = {"name": "p", "namespace": NS}
+        if label:
+            meta["labels"] = {APPWRAPPER_LABEL: "aw"}
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+                "status": {"phase": phase}}
+
+    assert AppWrapperReconciler.pod_requests(labelled("Succeeded")) == [Request.of(NS, "aw")]
+    assert AppWrapperReconciler.pod_requests(labelled("Failed")) == [Request.of(NS, "aw")]
+    assert AppWrapperReconciler.pod_requests(labelled("Running")) == []
+    assert AppWrapperReconciler.pod_requests(labelled("Failed", label=False)) == []
