@@ -416,3 +416,61 @@ async def test_fifty_appwrappers_all_running_within_a_minute(
     took = time.monotonic() - t0
     print(f"\n50 AppWrappers Running {took:.1f}s after the first create")
     assert took < 60
+
+
+UPSTREAM_SAMPLES = Path(__file__).parent.parent / "unit" / "appwrapper" / "upstream_samples"
+CRD_GVK = GVK("apiextensions.k8s.io", "v1", "CustomResourceDefinition")
+
+
+def _upstream(name: str) -> Object:
+    doc: Object = yaml.safe_load((UPSTREAM_SAMPLES / name).read_text())
+    doc["metadata"]["namespace"] = NS
+    return doc
+
+
+def _pytorchjob_crd() -> Object:
+    """A schemaless stand-in for the Kubeflow training operator's PyTorchJob CRD."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "pytorchjobs.kubeflow.org"},
+        "spec": {"group": "kubeflow.org", "scope": "Namespaced",
+                 "names": {"plural": "pytorchjobs", "singular": "pytorchjob",
+                           "kind": "PyTorchJob", "listKind": "PyTorchJobList"},
+                 "versions": [{"name": "v1", "served": True, "storage": True,
+                               "schema": {"openAPIV3Schema": {
+                                   "type": "object",
+                                   "x-kubernetes-preserve-unknown-fields": True}}}]},
+    }
+
+
+async def test_upstream_samples_accepted_as_written_once_their_kinds_are_served(
+        client: RestClient, manager: ExternalFrameworkManager, cleanup: Cleanup) -> None:
+    """Every upstream sample whose wrapped kinds the cluster serves is accepted unchanged
+    (dry run); the PyTorchJob one is refused with the kind named until its CRD is
+    installed, then accepted."""
+    del manager
+    builtin = ["wrapped-deployment.yaml", "wrapped-failing-job.yaml",
+               "wrapped-failing-pod.yaml", "wrapped-gpu-job.yaml", "wrapped-job.yaml",
+               "wrapped-pod.yaml"]
+    for name in builtin:
+        doc = _upstream(name)
+        out = await client.create(doc, dry_run=True)
+        assert out["spec"]["components"] == doc["spec"]["components"], name
+        assert out["spec"]["suspend"] is True, name
+    sample = _upstream("wrapped-pytorch-job.yaml")
+    with pytest.raises(ApiError) as err:
+        await client.create(sample, dry_run=True)
+    assert 'spec.components[0].template.kind: Invalid value: "PyTorchJob"' in \
+        err.value.message, err.value.message
+    await client.create(_pytorchjob_crd())
+    cleanup.append((CRD_GVK, "pytorchjobs.kubeflow.org", None))
+
+    async def accepted() -> Object | None:
+        try:
+            return await client.create(sample, dry_run=True)
+        except ApiError:
+            return None
+
+    out = await eventually("the PyTorchJob sample accepted once its CRD is served", accepted,
+                           limit=60)
+    assert out["spec"]["components"] == sample["spec"]["components"]
