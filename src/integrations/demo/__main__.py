@@ -20,6 +20,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from integrations.catalog import DEFAULT_INTEGRATIONS
 from integrations.demo.core import DemoOptions, DemoResult, run_demo
 from integrations.manager import ManagerOptions
 from jobframework.runtime.client.rest import RestClient
@@ -28,7 +29,8 @@ from jobframework.runtime.client.rest import RestClient
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m integrations.demo",
-        description="Run the JobFlow samples through real Kueue and show what happens.")
+        description="Run the JobFlow, DaemonJob and AppWrapper samples through real Kueue "
+                    "and show what happens.")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--kubeconfig", type=Path,
                        help="use this cluster (Kueue installed) instead of a local one")
@@ -47,7 +49,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="address of our webhook server; the API server must reach it")
     p.add_argument("--keep", action="store_true",
                    help="keep the JobFlows (and the local cluster) when done")
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds for the JobFlows")
+    p.add_argument("--timeout", type=float, default=300.0,
+                   help="seconds for the JobFlows, then for the DaemonJobs and AppWrappers")
+    p.add_argument("--kinds", default=",".join(DEFAULT_INTEGRATIONS),
+                   help="comma-separated integrations to show "
+                        f"(default: {','.join(DEFAULT_INTEGRATIONS)})")
     p.add_argument("--log-file", type=Path, help="where logs go (default: printed at start)")
     return p
 
@@ -78,7 +84,9 @@ def _report(result: DemoResult, took: float) -> None:
     for file, message in result.rejected.items():
         _say(f"rejected as expected: {file}: {message}")
     if result.ok:
-        _say(f"all {len(result.states)} JobFlows reached Succeed ({took:.0f}s)")
+        others = f" and {len(result.others)} DaemonJobs/AppWrappers their expected states" \
+            if result.others else ""
+        _say(f"all {len(result.states)} JobFlows reached Succeed{others} ({took:.0f}s)")
     else:
         for problem in result.problems:
             _say(f"PROBLEM: {problem}")
@@ -121,7 +129,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             step_time=args.step_time, create_sample_node=local,
             manager_options=ManagerOptions(webhook_host=args.webhook_host,
                                            probe_namespace=args.namespace),
-            timeout=args.timeout, cleanup=not args.keep)
+            timeout=args.timeout, cleanup=not args.keep,
+            kinds=tuple(k.strip() for k in args.kinds.split(",") if k.strip()))
         result = asyncio.run(_demo(kubeconfig, args.context, options))
         _report(result, time.monotonic() - t0)
         failed = not result.ok

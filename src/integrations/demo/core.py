@@ -11,12 +11,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import importlib
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import attrs
 
+from integrations.catalog import DEFAULT_INTEGRATIONS
 from integrations.jobflow import JOBFLOW_GVK, JOBTEMPLATE_GVK, load_samples
 from integrations.manager import ExternalFrameworkManager, ManagerOptions
 from jobframework.runtime.client import Client, PropagationPolicy
@@ -24,6 +26,8 @@ from jobframework.runtime.errors import AlreadyExists, ApiError, NotFound
 from jobframework.runtime.objects import GVK, Object
 
 from .follow import Follower, Snapshot, final_table, is_true, take_snapshot
+from .kinds import Tracked, TrackedResult, run_tracked, tracked_table
+from .others import appwrapper_items, daemonjob_items
 
 QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
 NODE_GVK: Final = GVK("", "v1", "Node")
@@ -67,6 +71,8 @@ class DemoOptions:
     poll_interval: float = 0.5
     #: Delete what the demo created when it ends.
     cleanup: bool = True
+    #: The reference integrations shown, in order (JobFlows first, then the others).
+    kinds: tuple[str, ...] = DEFAULT_INTEGRATIONS
 
 
 @attrs.frozen
@@ -82,9 +88,11 @@ class DemoResult:
     #: Sample file → the JobFlow name it was created under (renamed on a clash).
     created: Mapping[str, str]
     table: str
-    #: What went wrong (empty when every JobFlow reached ``Succeed`` and exactly the
-    #: expected samples were rejected).
+    #: What went wrong (empty when every JobFlow reached ``Succeed``, exactly the
+    #: expected samples were rejected and every other object reached its expected state).
     problems: tuple[str, ...]
+    #: How each DaemonJob and AppWrapper ended.
+    others: tuple[TrackedResult, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -242,8 +250,10 @@ async def run_demo(client: Client, options: DemoOptions | None = None,
     opts = options or DemoOptions()
     manager: ExternalFrameworkManager | None = None
     if opts.start_manager:
-        out("starting our JobFlow manager (CRDs, webhooks, controllers)...")
-        manager = ExternalFrameworkManager(client, opts.manager_options)
+        out(f"starting our manager for {', '.join(opts.kinds)} "
+            "(CRDs, webhooks, controllers)...")
+        manager = ExternalFrameworkManager(
+            client, attrs.evolve(opts.manager_options, integrations=opts.kinds))
         await manager.start()
     try:
         return await _run(client, opts, out)
@@ -262,6 +272,54 @@ async def _check_queue(client: Client, opts: DemoOptions) -> None:
 
 async def _run(client: Client, opts: DemoOptions, out: Printer) -> DemoResult:
     await _check_queue(client, opts)
+    if "jobflow" in opts.kinds:
+        result = await _run_jobflows(client, opts, out)
+    else:
+        result = DemoResult({}, {}, {}, {}, "", ())
+    items, skipped = _other_items(opts)
+    if not items:
+        return result
+    for file, why in skipped.items():
+        out(f"skipping {file}: {why}")
+    for item in items:
+        await _delete_and_wait(client, item.gvk, item.name, opts.namespace, opts.timeout)
+    out("")
+    t0 = time.monotonic()
+
+    def say(line: str) -> None:
+        out(f"[{time.monotonic() - t0:6.1f}s] {line}")
+
+    others = await run_tracked(client, items, limit=opts.timeout,
+                               poll_interval=opts.poll_interval, say=say)
+    problems = list(result.problems)
+    for r in others:
+        if r.rejected:
+            problems.append(f"{r.label} was rejected: {r.rejected}")
+        elif not r.ok:
+            problems.append(f"{r.label} ended {r.state}, expected {r.expected}")
+    if opts.cleanup:
+        for item in items:
+            await _delete_and_wait(client, item.gvk, item.name, opts.namespace, 60)
+    table = "\n\n".join(t for t in (result.table, tracked_table(others)) if t)
+    return attrs.evolve(result, table=table, problems=tuple(problems),
+                        skipped={**result.skipped, **skipped}, others=tuple(others))
+
+
+def _other_items(opts: DemoOptions) -> tuple[list[Tracked], dict[str, str]]:
+    """The DaemonJob and AppWrapper samples to show, and the samples skipped."""
+    items: list[Tracked] = []
+    skipped: dict[str, str] = {}
+    if "daemonjob" in opts.kinds:
+        samples = importlib.import_module("integrations.daemonjob").load_samples()
+        items += daemonjob_items(samples, opts.namespace, opts.queue)
+    if "appwrapper" in opts.kinds:
+        samples = importlib.import_module("integrations.appwrapper").load_samples()
+        aws, skipped = appwrapper_items(samples, opts.namespace, opts.queue)
+        items += aws
+    return items, skipped
+
+
+async def _run_jobflows(client: Client, opts: DemoOptions, out: Printer) -> DemoResult:
     if opts.create_sample_node:
         await ensure_sample_node(client)
     has_node = await _has_node(client, SAMPLE_NODE)

@@ -24,8 +24,8 @@ APPWRAPPER_GVK: Final = GVK("workload.codeflare.dev", "v1beta2", "AppWrapper")
 #: Wrapped kinds whose pods run until deleted: the AppWrapper stays ``Running``.
 LONG_RUNNING_KINDS: Final = frozenset({"Deployment", "StatefulSet", "LeaderWorkerSet",
                                        "RayCluster"})
-#: Wrapped kinds the demo's local cluster can run (no other operator is installed).
-RUNNABLE_KINDS: Final = frozenset({"Job", "Pod", "Deployment", "StatefulSet"})
+#: API groups whose kinds the local cluster serves (no other operator is installed there).
+BUILTIN_API_VERSIONS: Final = frozenset({"v1", "apps/v1", "batch/v1"})
 FAIL_ANNOTATION: Final = "kueue-jf.test/fail"
 RETRY_LIMIT_ANNOTATION: Final = "workload.codeflare.dev.appwrapper/retryLimit"
 
@@ -125,7 +125,10 @@ def appwrapper_items(samples: Mapping[str, Sequence[Object]], namespace: str,
             if doc.get("kind") != APPWRAPPER_GVK.kind:
                 continue
             kinds = _wrapped_kinds(doc)
-            unrunnable = sorted(set(kinds) - RUNNABLE_KINDS)
+            unrunnable = sorted(
+                str(c["template"].get("kind"))
+                for c in doc["spec"]["components"]
+                if (c.get("template") or {}).get("apiVersion") not in BUILTIN_API_VERSIONS)
             if unrunnable:
                 skipped[file] = f"wraps {', '.join(unrunnable)} (no such operator here)"
                 continue

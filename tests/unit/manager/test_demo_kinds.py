@@ -100,9 +100,10 @@ def test_appwrapper_items_expectations() -> None:
               "spec": {}}
     ray = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "r"},
            "spec": {}}
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}, "spec": {}}
     samples = {"wrapped-job.yaml": [_aw("j", job)],
                "wrapped-failing-job.yaml": [_aw("f", job)],
-               "wrapped-deployment.yaml": [_aw("d", deploy)],
+               "wrapped-deployment.yaml": [_aw("d", deploy, service)],
                "wrapped-ray.yaml": [_aw("r", ray)]}
     items, skipped = appwrapper_items(samples, "ns", "q")
     expected = {i.name: i.expected for i in items}
