@@ -25,10 +25,31 @@ WPC_GVK = GVK("kueue.x-k8s.io", "v1beta2", "WorkloadPriorityClass")
 POD_GVK = GVK("", "v1", "Pod")
 JOB_GVK = GVK("batch", "v1", "Job")
 
-__all__ = ["CLUSTER_QUEUE_GVK", "JOB_GVK", "LOCAL_QUEUE_GVK", "NS", "POD_GVK",
-           "PRIORITY_LABEL", "QUEUE_LABEL", "TIMEOUT", "WORKLOAD_GVK", "WPC_GVK", "Queue",
-           "condition", "controller_uid", "delete", "eventually", "get_or_none", "is_true",
-           "workload_of"]
+#: Objects a test deletes when it ends: (kind, name, namespace).
+Cleanup = list[tuple[GVK, str, str | None]]
+
+__all__ = [
+    "CLUSTER_QUEUE_GVK",
+    "JOB_GVK",
+    "LOCAL_QUEUE_GVK",
+    "NS",
+    "POD_GVK",
+    "PRIORITY_LABEL",
+    "QUEUE_LABEL",
+    "TIMEOUT",
+    "WORKLOAD_GVK",
+    "WPC_GVK",
+    "Cleanup",
+    "Queue",
+    "condition",
+    "controller_uid",
+    "delete",
+    "eventually",
+    "get_or_none",
+    "is_true",
+    "own_queue",
+    "workload_of",
+]
 
 
 async def eventually(what: str, probe: Callable[[], Awaitable[Any]],
@@ -136,3 +157,13 @@ class Queue:
         await delete(self.client, CLUSTER_QUEUE_GVK, self.name, None)
 
 
+
+
+async def own_queue(client: RestClient, cleanup: Cleanup, prefix: str, cpu: str,
+                    preemption: dict[str, Any] | None = None) -> Queue:
+    """A :class:`Queue` of the test's own, deleted (LocalQueue first) when it ends."""
+    queue = Queue(client, prefix, cpu=cpu, preemption=preemption)
+    await queue.create()
+    cleanup.append((LOCAL_QUEUE_GVK, queue.name, NS))
+    cleanup.append((CLUSTER_QUEUE_GVK, queue.name, None))
+    return queue

@@ -32,20 +32,18 @@ from jobframework.testing.cluster import (
 )
 
 from .helpers import (
-    CLUSTER_QUEUE_GVK,
     JOB_GVK,
-    LOCAL_QUEUE_GVK,
     NS,
     POD_GVK,
     PRIORITY_LABEL,
     QUEUE_LABEL,
     WPC_GVK,
-    Queue,
+    Cleanup,
     condition,
-    delete,
     eventually,
     get_or_none,
     is_true,
+    own_queue,
     workload_of,
 )
 
@@ -59,8 +57,6 @@ ROLE_GVK = GVK("rbac.authorization.k8s.io", "v1", "Role")
 ROLE_BINDING_GVK = GVK("rbac.authorization.k8s.io", "v1", "RoleBinding")
 AW_LABEL = "workload.codeflare.dev/appwrapper"
 ANN = "workload.codeflare.dev.appwrapper/"
-
-Cleanup = list[tuple[GVK, str, str | None]]
 
 
 # -- objects ---------------------------------------------------------------------------------
@@ -124,34 +120,11 @@ def phase(aw: Object | None) -> str:
 
 
 @pytest.fixture
-async def client(cluster_info: ClusterInfo) -> AsyncIterator[RestClient]:
-    async with await RestClient.from_kubeconfig(cluster_info.kubeconfig) as c:
-        yield c
-
-
-@pytest.fixture
 async def manager(client: RestClient) -> AsyncIterator[ExternalFrameworkManager]:
     options = ManagerOptions(integrations=("appwrapper",),
                              webhook_configuration_name="kueue-jobframework-aw-test")
     async with ExternalFrameworkManager(client, options) as mgr:
         yield mgr
-
-
-@pytest.fixture
-async def cleanup(client: RestClient) -> AsyncIterator[Cleanup]:
-    todo: Cleanup = []
-    yield todo
-    for gvk, name, namespace in todo:
-        await delete(client, gvk, name, namespace)
-
-
-async def own_queue(client: RestClient, cleanup: Cleanup, prefix: str, cpu: str,
-                    preemption: dict[str, Any] | None = None) -> Queue:
-    queue = Queue(client, prefix, cpu=cpu, preemption=preemption)
-    await queue.create()
-    cleanup.append((LOCAL_QUEUE_GVK, queue.name, NS))
-    cleanup.append((CLUSTER_QUEUE_GVK, queue.name, None))
-    return queue
 
 
 async def aw_phase(client: RestClient, name: str) -> str:

@@ -93,24 +93,9 @@ def cpu_in_use(cq: Object) -> decimal.Decimal:
 
 
 @pytest.fixture
-async def client(cluster_info: ClusterInfo) -> AsyncIterator[RestClient]:
-    async with await RestClient.from_kubeconfig(cluster_info.kubeconfig) as c:
-        yield c
-
-
-@pytest.fixture
 async def manager(client: RestClient) -> AsyncIterator[ExternalFrameworkManager]:
     async with ExternalFrameworkManager(client) as mgr:
         yield mgr
-
-
-@pytest.fixture
-async def cleanup(client: RestClient) -> AsyncIterator[list[tuple[GVK, str, str | None]]]:
-    """Objects to delete after the test (JobFlows first, then queues and classes)."""
-    todo: list[tuple[GVK, str, str | None]] = []
-    yield todo
-    for gvk, name, namespace in todo:
-        await delete(client, gvk, name, namespace)
 
 
 # -- tests -----------------------------------------------------------------------------------
