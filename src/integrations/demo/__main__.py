@@ -84,7 +84,7 @@ def _report(result: DemoResult, took: float) -> None:
     for file, message in result.rejected.items():
         _say(f"rejected as expected: {file}: {message}")
     if result.ok:
-        others = f" and {len(result.others)} DaemonJobs/AppWrappers their expected states" \
+        others = f" and {len(result.others)} other objects their expected states" \
             if result.others else ""
         _say(f"all {len(result.states)} JobFlows reached Succeed{others} ({took:.0f}s)")
     else:
