@@ -4,10 +4,8 @@ monitor, events and the ``appwrapper_phase_total`` metric."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import datetime as dt
-from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
@@ -19,27 +17,9 @@ from jobframework.runtime.clock import ManualClock
 from jobframework.runtime.events import EVENT_GVK
 from jobframework.runtime.manager import Manager
 from jobframework.testing import APIServer
+from jobframework.testing.running import running, until
 
 from .controller_helpers import NS, POD_GVK, appwrapper, new_server, pod
-
-
-@contextlib.asynccontextmanager
-async def running(mgr: Manager) -> AsyncIterator[None]:
-    task = asyncio.create_task(mgr.start())
-    try:
-        yield
-    finally:
-        await mgr.stop()
-        with contextlib.suppress(Exception, asyncio.CancelledError):
-            await task
-
-
-async def until(check: Callable[[], Awaitable[bool]], what: str, turns: int = 3000) -> None:
-    for _ in range(turns):
-        if await check():
-            return
-        await asyncio.sleep(0)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture(name="server")

@@ -4,10 +4,7 @@ and the webhook paths, served through the server's admission chain."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import datetime as dt
-from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -31,6 +28,7 @@ from jobframework.runtime.manager import Manager
 from jobframework.runtime.objects import GVK, Object
 from jobframework.testing import APIServer
 from jobframework.testing.authorization import AccessRule, Authorizer, AuthorizingClient
+from jobframework.testing.running import running, until
 from jobframework.webhook import WebhookServer
 
 from .helpers import NS, appwrapper, deployment, job
@@ -40,25 +38,6 @@ VALIDATE = "/validate-workload-codeflare-dev-v1beta2-appwrapper"
 WORKLOAD = GVK(c.KUEUE_GROUP, c.KUEUE_VERSION, "Workload")
 JOB = GVK("batch", "v1", "Job")
 TS = "2026-01-01T00:00:00Z"
-
-
-@contextlib.asynccontextmanager
-async def running(mgr: Manager) -> AsyncIterator[None]:
-    task = asyncio.create_task(mgr.start())
-    try:
-        yield
-    finally:
-        await mgr.stop()
-        with contextlib.suppress(Exception, asyncio.CancelledError):
-            await task
-
-
-async def until(check: Callable[[], Awaitable[bool]], what: str, turns: int = 3000) -> None:
-    for _ in range(turns):
-        if await check():
-            return
-        await asyncio.sleep(0)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def new_server() -> APIServer:

@@ -3,36 +3,16 @@ JobTemplate watch, against the in-memory server."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from integrations.jobflow import JOB_GVK, JOBFLOW_GVK, JOBTEMPLATE_GVK, setup
 from jobframework.runtime.events import EVENT_GVK
 from jobframework.runtime.manager import Manager
 from jobframework.runtime.objects import Object
 from jobframework.testing import APIServer
+from jobframework.testing.running import running, until
 
 from .helpers import finish, flow, jobflow, jobtemplate
-
-
-@contextlib.asynccontextmanager
-async def running(mgr: Manager) -> AsyncIterator[None]:
-    task = asyncio.create_task(mgr.start())
-    try:
-        yield
-    finally:
-        await mgr.stop()
-        with contextlib.suppress(Exception, asyncio.CancelledError):
-            await task
-
-
-async def until(check: Callable[[], Awaitable[bool]], what: str, turns: int = 3000) -> None:
-    for _ in range(turns):
-        if await check():
-            return
-        await asyncio.sleep(0)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 async def test_flow_runs_through_the_manager(server: APIServer) -> None:
