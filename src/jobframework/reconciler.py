@@ -624,8 +624,7 @@ class JobReconciler:
             return Result()
         # 9.7 No workload.
         if wl is None:
-            await self._handle_job_with_no_workload(job, obj)
-            return Result()
+            return await self._handle_job_with_no_workload(job, obj)
         # 9.8 Reclaimable pods.
         if (self.features.enabled(FeatureGate.RECLAIMABLE_PODS)
                 and isinstance(job, JobWithReclaimablePods)):
@@ -969,14 +968,14 @@ class JobReconciler:
             await update_workload_priority(self.client, self.recorder, job, targets,
                                            features=self.features)
 
-    async def _handle_job_with_no_workload(self, job: GenericJob, obj: Object) -> None:
+    async def _handle_job_with_no_workload(self, job: GenericJob, obj: Object) -> Result:
         prebuilt = prebuilt_workload_name_for(obj, features=self.features)
         if prebuilt:
             await self._stop_job(job, None, StopReason.NO_MATCHING_WORKLOAD,
                                  c.MSG_PREBUILT_MISSING)
         if job.is_active() and not self._slice_enabled(obj):
             log.debug("job is suspended but still has active pods, waiting")
-            return
+            return Result()
         if prebuilt:
             raise PrebuiltWorkloadNotFoundError()
         wl = await construct_workload(self.client, job, self.label_keys_to_copy,
@@ -984,9 +983,18 @@ class JobReconciler:
         if self._slice_enabled(obj):
             wl.metadata.name = self._slice_name(job, obj)
         await self._prepare_workload(job, obj, wl, None)
-        await self.client.create(wl.to_dict())
+        try:
+            await self.client.create(wl.to_dict())
+        except errors.AlreadyExists:
+            # Most often our previous pass created it and the cache has not seen it yet:
+            # requeue with backoff (as Go's returned error would) but without an error
+            # log and traceback; the next pass finds it through the owner index.
+            log.info("workload %s already exists, not yet in the cache; requeuing",
+                     wlpkg.key(wl))
+            return Result(requeue=True)
         self._event(obj, NORMAL, c.REASON_CREATED_WORKLOAD,
                     c.MSG_CREATED_WORKLOAD.format(wlpkg.key(wl)))
+        return Result()
 
     async def _pods_ready_condition(self, job: GenericJob, wl: Workload) -> Condition:
         def cond(status: str, reason: str, message: str) -> Condition:

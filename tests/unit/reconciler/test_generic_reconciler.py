@@ -360,3 +360,25 @@ def job_gvk() -> Any:
     from .helpers import JOB_GVK
 
     return JOB_GVK
+
+
+async def test_workload_already_exists_requeues_quietly(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The create/cache race: the Workload the job needs exists but the reconciler's
+    lookup does not see it yet (here: not owned by the job, as a lagging owner index
+    would hide it). Go returns the AlreadyExists error and controller-runtime logs it; we
+    requeue with backoff and log one info line, no error and no event."""
+    w = World()
+    await w.create_job()
+    await w.client.create({
+        "apiVersion": f"{c.KUEUE_GROUP}/{c.KUEUE_VERSION}", "kind": "Workload",
+        "metadata": {"name": "job-test-job-ce737", "namespace": "default"},
+        "spec": {"queueName": "test-lq",
+                 "podSets": [{"name": "main", "count": 1, "template": {}}]}})
+    with caplog.at_level("INFO"):
+        result = await w.reconcile(MockJob())
+    assert result.requeue and result.requeue_after == 0
+    assert w.recorder.events == []
+    assert [r.levelname for r in caplog.records if "already exists" in r.getMessage()] \
+        == ["INFO"]
+    assert not [r for r in caplog.records if r.levelno >= 40]
