@@ -31,7 +31,7 @@ import copy
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 import attrs
 
@@ -109,6 +109,9 @@ from .workload import (
     WORKLOAD_GVK,
     WORKLOAD_PRIORITY_CLASS_GVK,
 )
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 log = logging.getLogger(__name__)
 
@@ -215,8 +218,30 @@ class ReconcilerOptions:
     noop_webhook: bool = False
 
 
+class ReconcilerOptionOverrides(TypedDict, total=False):
+    """The keyword overrides :func:`process_options` and the factories accept: exactly
+    :class:`ReconcilerOptions`' fields, so a type checker catches a misspelt option."""
+
+    manage_jobs_without_queue_name: bool
+    managed_jobs_namespace_selector: LabelSelector | None
+    wait_for_pods_ready: bool
+    kube_server_version: str | None
+    integration_options: Mapping[str, Any]
+    enabled_frameworks: frozenset[str] | None
+    enabled_external_frameworks: frozenset[str] | None
+    manager_name: str
+    label_keys_to_copy: frozenset[str]
+    annotations_to_copy: frozenset[str]
+    clock: Clock
+    workload_retention_policy: WorkloadRetentionPolicy | None
+    integration_manager: IntegrationManager | None
+    features: FeatureGates
+    queues: Any
+    noop_webhook: bool
+
+
 def process_options(
-    options: ReconcilerOptions | None = None, **overrides: Any
+    options: ReconcilerOptions | None = None, **overrides: Unpack[ReconcilerOptionOverrides]
 ) -> ReconcilerOptions:
     """Options with ``overrides`` applied (``ProcessOptions``)."""
     base = options or ReconcilerOptions()
@@ -478,7 +503,7 @@ class JobReconciler:
         client: Client,
         recorder: EventRecorderLike,
         options: ReconcilerOptions | None = None,
-        **overrides: Any,
+        **overrides: Unpack[ReconcilerOptionOverrides],
     ) -> None:
         opts = process_options(options, **overrides)
         self.client = client
@@ -1252,7 +1277,7 @@ def get_pod_sets_info_from_workload(wl: Workload | None) -> list[PodSetInfo] | N
 
 def new_reconciler(
     client: Client, recorder: EventRecorderLike, options: ReconcilerOptions | None = None,
-    **overrides: Any,
+    **overrides: Unpack[ReconcilerOptionOverrides],
 ) -> JobReconciler:
     """A :class:`JobReconciler` (``NewReconciler``); an integration manager is created
     when none is given."""
@@ -1292,13 +1317,19 @@ class GenericReconciler:
         builder.complete(self)
 
 
-#: ``ReconcilerFactory``: ``(client, indexer, recorder, **options) -> reconciler``.
-ReconcilerFactory = Callable[..., GenericReconciler]
+class ReconcilerFactory(Protocol):
+    """``ReconcilerFactory``: ``(client, indexer, recorder, options=None, **overrides)``
+    → a :class:`GenericReconciler`; the overrides are :class:`ReconcilerOptions` fields."""
+
+    def __call__(self, client: Client, indexer: Any, recorder: EventRecorderLike,
+                 options: ReconcilerOptions | None = None,
+                 **overrides: Unpack[ReconcilerOptionOverrides]) -> GenericReconciler:
+        ...
 
 
 def new_generic_reconciler_factory(
     new_job: Callable[[], GenericJob], *setup: ReconcilerSetup
-) -> Callable[..., GenericReconciler]:
+) -> ReconcilerFactory:
     """A factory building the generic reconciler of ``new_job``'s kind
     (``NewGenericReconcilerFactory``).
 
@@ -1308,7 +1339,8 @@ def new_generic_reconciler_factory(
 
     def factory(
         client: Client, indexer: Any, recorder: EventRecorderLike,
-        options: ReconcilerOptions | None = None, **overrides: Any,
+        options: ReconcilerOptions | None = None,
+        **overrides: Unpack[ReconcilerOptionOverrides],
     ) -> GenericReconciler:
         del indexer
         return GenericReconciler(new_reconciler(client, recorder, options, **overrides),
