@@ -43,6 +43,7 @@ from .integrations import (
     IntegrationError,
     IntegrationManager,
     register_integration,
+    register_integration_once,
 )
 from .interface import (
     ElasticWorkloadNameProvider,
@@ -197,6 +198,7 @@ __all__ = [
     "process_options",
     "queue_name_change",
     "register_integration",
+    "register_integration_once",
     "restore_pod_spec",
     "sanitize_pod_sets",
     "setup_base_webhook",

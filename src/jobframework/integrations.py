@@ -426,3 +426,17 @@ def register_integration(
 ) -> None:
     """Register a framework with ``manager`` (default: :data:`DEFAULT_INTEGRATION_MANAGER`)."""
     (manager or DEFAULT_INTEGRATION_MANAGER).register_integration(name, callbacks)
+
+
+def register_integration_once(
+    name: str,
+    callbacks: IntegrationCallbacks,
+    *,
+    manager: IntegrationManager | None = None,
+) -> None:
+    """Register a framework with ``manager`` (default: :data:`DEFAULT_INTEGRATION_MANAGER`)
+    unless one is already registered under ``name``: what an integration's own
+    ``register()`` does, so calling it twice is harmless."""
+    target = manager or DEFAULT_INTEGRATION_MANAGER
+    if target.get_integration(name) is None:
+        target.register_integration(name, callbacks)

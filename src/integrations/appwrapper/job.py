@@ -37,6 +37,7 @@ from jobframework.api.conditions import is_condition_true
 from jobframework.api.workload import PodSet
 from jobframework.constants import DEFAULT_FEATURES, FeatureGate, FeatureGates
 from jobframework.interface import FinishedResult, GenericJob
+from jobframework.managedby import SpecManagedBy
 from jobframework.podset import InvalidPodsetInfoError, PodSetInfo, pod_set_topology_request
 from jobframework.reconciler import patch_object
 from jobframework.runtime.client import Client
@@ -103,11 +104,13 @@ def _atoi(text: str) -> int | None:
     return -value if text[:1] == "-" else value
 
 
-class AppWrapperJob(GenericJob):
+class AppWrapperJob(SpecManagedBy, GenericJob):
     """An AppWrapper dict under Kueue (see the module docstring).
 
     Implements ``JobWithManagedBy`` too (MultiKueue may take the AppWrapper over).
     """
+
+    own_controller_name = APPWRAPPER_CONTROLLER_NAME
 
     def __init__(self, obj: Object | None = None, *,
                  features: FeatureGates = DEFAULT_FEATURES) -> None:
@@ -245,24 +248,7 @@ class AppWrapperJob(GenericJob):
         del pod_sets_info
         return clear_pod_set_infos(self.obj)
 
-    # -- JobWithManagedBy -------------------------------------------------------------------
-
-    def can_default_managed_by(self) -> bool:
-        """MultiKueue may take it over: managedBy unset or the AppWrapper controller."""
-        return (self.features.enabled(FeatureGate.MULTIKUEUE)
-                and self.spec.get("managedBy") in (None, APPWRAPPER_CONTROLLER_NAME))
-
-    def managed_by(self) -> str | None:
-        """``spec.managedBy``."""
-        value = self.spec.get("managedBy")
-        return None if value is None else str(value)
-
-    def set_managed_by(self, value: str | None) -> None:
-        """Set (or clear) ``spec.managedBy``."""
-        if value is None:
-            self.spec.pop("managedBy", None)
-        else:
-            self.spec["managedBy"] = value
+    # JobWithManagedBy comes from SpecManagedBy (spec.managedBy, own controller above).
 
 
 def _str_or_none(value: Any) -> str | None:

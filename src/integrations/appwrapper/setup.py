@@ -28,9 +28,9 @@ from jobframework.base_webhook import setup_base_webhook
 from jobframework.constants import QUEUE_LABEL, FeatureGates
 from jobframework.indexer import setup_workload_owner_index
 from jobframework.integrations import (
-    DEFAULT_INTEGRATION_MANAGER,
     IntegrationCallbacks,
     IntegrationManager,
+    register_integration_once,
 )
 from jobframework.reconciler import (
     GenericReconciler,
@@ -138,9 +138,7 @@ CALLBACKS: Final = IntegrationCallbacks(
 
 def register(manager: IntegrationManager | None = None) -> None:
     """Register the framework with ``manager`` (default: the process-wide one), once."""
-    target = manager or DEFAULT_INTEGRATION_MANAGER
-    if target.get_integration(FRAMEWORK_NAME) is None:
-        target.register_integration(FRAMEWORK_NAME, CALLBACKS)
+    register_integration_once(FRAMEWORK_NAME, CALLBACKS, manager=manager)
 
 
 async def setup(

@@ -20,6 +20,7 @@ from jobframework import constants as c
 from jobframework.api import PodSet, ReclaimablePod
 from jobframework.constants import DEFAULT_FEATURES, FeatureGate, FeatureGates
 from jobframework.interface import FinishedResult, GenericJob, StopReason
+from jobframework.managedby import SpecManagedBy
 from jobframework.podset import (
     PodSetInfo,
     bad_pod_sets_info_len_error,
@@ -74,12 +75,14 @@ def terminal_indexes_count(completed: str, failed: str, completions: int) -> int
     return len(parse_indexes(completed, completions) | parse_indexes(failed, completions))
 
 
-class BatchJob(GenericJob):
+class BatchJob(SpecManagedBy, GenericJob):
     """A ``batch/v1`` Job dict seen through :class:`GenericJob`.
 
     Also implements ``JobWithReclaimablePods``, ``JobWithCustomStop``, ``JobWithManagedBy``
     and ``JobWithPodLabelSelector``.
     """
+
+    own_controller_name = JOB_CONTROLLER_MANAGED_BY
 
     def __init__(self, obj: Object | None = None, *,
                  features: FeatureGates = DEFAULT_FEATURES) -> None:
@@ -286,22 +289,6 @@ class BatchJob(GenericJob):
             raise RuntimeError(f"restore info: {err}") from err
         return stopped_now
 
-    def can_default_managed_by(self) -> bool:
-        """MultiKueue may take the Job over: managedBy unset or the Job controller."""
-        return (self.features.enabled(FeatureGate.MULTIKUEUE)
-                and self.spec.get("managedBy") in (None, JOB_CONTROLLER_MANAGED_BY))
-
-    def managed_by(self) -> str | None:
-        """``spec.managedBy``."""
-        value = self.spec.get("managedBy")
-        return None if value is None else str(value)
-
-    def set_managed_by(self, value: str | None) -> None:
-        """Set (or clear) ``spec.managedBy``."""
-        if value is None:
-            self.spec.pop("managedBy", None)
-        else:
-            self.spec["managedBy"] = value
 
     def pod_label_selector(self) -> str:
         """``batch.kubernetes.io/job-name=<name>``."""

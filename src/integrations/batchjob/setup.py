@@ -20,9 +20,9 @@ from jobframework.indexer import (
     setup_workload_owner_index,
 )
 from jobframework.integrations import (
-    DEFAULT_INTEGRATION_MANAGER,
     IntegrationCallbacks,
     IntegrationManager,
+    register_integration_once,
 )
 from jobframework.reconciler import new_generic_reconciler_factory
 from jobframework.runtime.builder import ControllerBuilder
@@ -88,9 +88,7 @@ CALLBACKS = IntegrationCallbacks(
 
 def register(manager: IntegrationManager | None = None) -> None:
     """Register ``batch/job`` with ``manager`` (default: the process-wide one), once."""
-    target = manager or DEFAULT_INTEGRATION_MANAGER
-    if target.get_integration(FRAMEWORK_NAME) is None:
-        target.register_integration(FRAMEWORK_NAME, CALLBACKS)
+    register_integration_once(FRAMEWORK_NAME, CALLBACKS, manager=manager)
 
 
 __all__ = ["CALLBACKS", "register", "setup_indexes", "setup_webhook",
