@@ -68,6 +68,8 @@ from jobframework.webhook import (
     write_serving_certs,
 )
 
+from .helpers import condition, eventually, is_true
+
 pytestmark = [pytest.mark.cluster, pytest.mark.asyncio(loop_scope="module")]
 
 JOB = GVK("batch", "v1", "Job")
@@ -97,31 +99,6 @@ _NOT_SYSTEM = {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "oper
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-async def eventually(what: str, probe: Callable[[], Awaitable[Any]],
-                     limit: float = TIMEOUT) -> Any:
-    """Poll ``probe`` until it returns something truthy (never a fixed sleep)."""
-    deadline = time.monotonic() + limit
-    while True:
-        value = await probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {limit:.0f}s waiting for {what}")
-        await asyncio.sleep(0.2)
-
-
-def condition(obj: JSON | None, ctype: str) -> JSON | None:
-    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
-        if cond.get("type") == ctype:
-            return dict(cond)
-    return None
-
-
-def is_true(obj: JSON | None, ctype: str) -> bool:
-    cond = condition(obj, ctype)
-    return cond is not None and cond.get("status") == "True"
 
 
 def conditions(obj: JSON) -> list[tuple[str, str, str, str]]:
