@@ -802,6 +802,16 @@ def _to_map(value: Any) -> dict[str, str] | None:
     return {str(k): _stringify(v) for k, v in value.items()}
 
 
+def _merge_into(target: dict[str, Any], key: str, wanted: Mapping[str, str]) -> None:
+    """Merge ``wanted`` into the string map ``target[key]``; a key already set to another
+    value is an :class:`InjectionError` naming ``key``, as upstream's merge."""
+    existing = _to_map(target.get(key))
+    conflict = _conflict(existing, wanted)
+    if conflict:
+        raise InjectionError(f"conflict updating {key}: {conflict}")
+    target[key] = _merge_keep_first(existing, wanted)
+
+
 def _conflict(existing: Mapping[str, str] | None, wanted: Mapping[str, str]) -> str | None:
     for key, value in (existing or {}).items():
         if key in wanted and wanted[key] != value:
@@ -891,26 +901,13 @@ def inject_pod_set_infos(aw: Mapping[str, Any], component_index: int) -> Object:
 
         annotations = _string_dict(info.get("annotations"))
         if annotations:
-            existing = _to_map(pod_meta.get("annotations"))
-            conflict = _conflict(existing, annotations)
-            if conflict:
-                raise InjectionError(f"conflict updating annotations: {conflict}")
-            pod_meta["annotations"] = _merge_keep_first(existing, annotations)
-
-        wanted = _merge_keep_first(_string_dict(info.get("labels")), aw_labels)
-        existing = _to_map(pod_meta.get("labels"))
-        conflict = _conflict(existing, wanted)
-        if conflict:
-            raise InjectionError(f"conflict updating labels: {conflict}")
-        pod_meta["labels"] = _merge_keep_first(existing, wanted)
-
+            _merge_into(pod_meta, "annotations", annotations)
+        # The AppWrapper label always goes on, so labels merge even without infos.
+        _merge_into(pod_meta, "labels",
+                    _merge_keep_first(_string_dict(info.get("labels")), aw_labels))
         node_selector = _string_dict(info.get("nodeSelector"))
         if node_selector:
-            existing = _to_map(spec.get("nodeSelector"))
-            conflict = _conflict(existing, node_selector)
-            if conflict:
-                raise InjectionError(f"conflict updating nodeSelector: {conflict}")
-            spec["nodeSelector"] = _merge_keep_first(existing, node_selector)
+            _merge_into(spec, "nodeSelector", node_selector)
 
         tolerations = [t for t in info.get("tolerations") or [] if isinstance(t, Mapping)]
         if tolerations:
