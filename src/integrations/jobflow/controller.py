@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
-import json
 import logging
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, Protocol
@@ -39,6 +38,7 @@ from jobframework.api.conditions import (
     find_condition,
     set_condition,
 )
+from jobframework.childjobs import infos_from_json, resume_job, suspend_job
 from jobframework.podset import InvalidPodSetUpdateError, PodSetInfo
 from jobframework.runtime.builder import ControllerBuilder
 from jobframework.runtime.cache import Cache
@@ -63,6 +63,7 @@ from jobframework.runtime.reconcile import Request, Result
 from .api import (
     CREATED_BY_TEMPLATE_ANNOTATION,
     GROUP,
+    INJECTED_INFO_ANNOTATION,
     JOB_GVK,
     JOBFLOW_GVK,
     JOBTEMPLATE_GVK,
@@ -81,13 +82,9 @@ from .api import (
 from .dag import (
     Plan,
     build_child_job,
-    info_from_dict,
     inject_info,
-    injected_info,
     job_outcome,
     plan,
-    restore_info,
-    same_info,
 )
 
 log = logging.getLogger(__name__)
@@ -174,15 +171,12 @@ async def setup_indexes(cache: Cache) -> None:
 def pod_sets_infos(jobflow: Mapping[str, Any]) -> dict[str, PodSetInfo]:
     """The admission data the Kueue adapter stored on the JobFlow, by flow name."""
     raw = annotations_of(jobflow).get(POD_SETS_INFO_ANNOTATION)
-    if not raw:
+    infos = infos_from_json(raw)
+    if infos is None:
+        if raw:
+            log.warning("ignoring malformed %s annotation", POD_SETS_INFO_ANNOTATION)
         return {}
-    try:
-        items = json.loads(raw)
-    except ValueError:
-        log.warning("ignoring malformed %s annotation", POD_SETS_INFO_ANNOTATION)
-        return {}
-    infos = [info_from_dict(d) for d in items if isinstance(d, dict)]
-    return {i.name: i for i in infos}
+    return infos
 
 
 # --- the JobFlow controller --------------------------------------------------------------------
@@ -269,39 +263,15 @@ class JobFlowReconciler:
     # -- child Jobs --
 
     async def _suspend(self, job: Object, *, restore: bool) -> Object:
-        job = copy.deepcopy(job)
-        if not job.setdefault("spec", {}).get("suspend"):
-            job["spec"]["suspend"] = True
-            job = copy.deepcopy(await self.writer.update(job))
-        if not restore:
-            return job
-        # The API server lets a Job's scheduling directives change only once it *was*
-        # suspended and has no startTime (as Kueue's Job.Stop: suspend, clear startTime,
-        # then restore), so a single update doing all three is rejected as immutable.
-        if (job.get("status") or {}).get("startTime"):
-            job["status"].pop("startTime")
-            job = copy.deepcopy(await self.writer.update_status(job))
-        if restore_info(job):
-            job = await self.writer.update(job)
-        return job
+        return await suspend_job(
+            self.writer, job, restore_annotation=INJECTED_INFO_ANNOTATION if restore else None)
 
     async def _resume(self, job: Object, info: PodSetInfo | None) -> Object:
-        job = copy.deepcopy(job)
-        if not same_info(injected_info(job), info):
-            # Scheduling directives of a suspended Job may change only while it has no
-            # startTime (as Kueue does for batch/v1 Jobs).
-            if (job.get("status") or {}).get("startTime"):
-                job["status"].pop("startTime")
-                job = copy.deepcopy(await self.writer.update_status(job))
-            restore_info(job)
-            if info is not None:
-                try:
-                    inject_info(job, info)
-                except InvalidPodSetUpdateError as err:
-                    self.recorder.event(job, WARNING, "FailedInjection", str(err))
-                    return job
-        job["spec"]["suspend"] = False
-        return await self.writer.update(job)
+        try:
+            return await resume_job(self.writer, job, info, INJECTED_INFO_ANNOTATION)
+        except InvalidPodSetUpdateError as err:
+            self.recorder.event(job, WARNING, "FailedInjection", str(err))
+            return job
 
     async def _create(
         self,

@@ -15,14 +15,22 @@ Nothing here does I/O, so every rule is testable on plain dicts:
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 
-from jobframework.api.conditions import CONDITION_TRUE
-from jobframework.podset import PodSetInfo, merge_into_template
+from jobframework import childjobs
+from jobframework.childjobs import (
+    info_fits,
+    info_from_dict,
+    info_to_dict,
+    merge_pod_template_params,
+    pod_count,
+    pod_template_parts,
+    same_info,
+)
+from jobframework.podset import PodSetInfo
 from jobframework.runtime.objects import Object, is_being_deleted, name_of, namespace_of, uid_of
 
 from .api import (
@@ -138,28 +146,12 @@ def render_job_spec(spec: JobFlowSpec, flow: Flow, base: Mapping[str, Any]) -> d
     js.pop("suspend", None)
     if js.get("backoffLimit") is None:
         js["backoffLimit"] = 0
-    tpl = js.get("template")
-    if not isinstance(tpl, dict):
-        tpl = js["template"] = {}
-    meta = tpl.get("metadata")
-    if not isinstance(meta, dict):
-        meta = tpl["metadata"] = {}
-    pod = tpl.get("spec")
-    if not isinstance(pod, dict):
-        pod = tpl["spec"] = {}
+    _, pod = pod_template_parts(js)
     g = spec.global_params
     pod["restartPolicy"] = "Never"
-    if g.labels:
-        meta["labels"] = {**(meta.get("labels") or {}), **g.labels}
-    if g.annotations:
-        meta["annotations"] = {**(meta.get("annotations") or {}), **g.annotations}
+    merge_pod_template_params(js, labels=g.labels, annotations=g.annotations, env=g.env)
     if g.node_name:
         pod["nodeName"] = g.node_name
-    if g.env:
-        names = {str(e.get("name")) for e in g.env}
-        for c in _containers(pod):
-            own = [e for e in c.get("env") or [] if e.get("name") not in names]
-            c["env"] = [copy.deepcopy(e) for e in g.env] + own
     if flow.share_volume_mounts:
         mounted = {str(m.get("name")) for m in flow.share_volume_mounts}
         shared = [copy.deepcopy(v) for v in spec.share_volumes if v.get("name") in mounted]
@@ -178,16 +170,6 @@ def render_job_spec(spec: JobFlowSpec, flow: Flow, base: Mapping[str, Any]) -> d
 def flow_labels(jobflow_name: str, flow_name: str) -> dict[str, str]:
     """The labels naming the JobFlow and the flow, on child Jobs and their pods."""
     return {JOBFLOW_NAME_LABEL: jobflow_name, FLOW_NAME_LABEL: flow_name}
-
-
-def pod_count(job_spec: Mapping[str, Any]) -> int:
-    """Pods a Job runs at once: parallelism (default 1), capped by completions (as Kueue)."""
-    count = job_spec.get("parallelism")
-    n = 1 if count is None else int(count)
-    completions = job_spec.get("completions")
-    if completions is not None and int(completions) < n:
-        n = int(completions)
-    return n
 
 
 def build_child_job(
@@ -235,29 +217,11 @@ class Outcome:
     message: str = ""
 
 
-def _condition(job: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
-    for c in (job.get("status") or {}).get("conditions") or []:
-        if c.get("type") == type_ and c.get("status") == CONDITION_TRUE:
-            return dict(c)
-    return None
-
-
 def job_outcome(job: Mapping[str, Any]) -> Outcome:
-    """A Job's phase from its terminal conditions (not from pod counts).
-
-    ``Failed`` → FAILED, ``Complete`` → SUCCEEDED, else SUSPENDED when ``spec.suspend``,
-    else RUNNING. Interim conditions (``FailureTarget``, ``SuccessCriteriaMet``) are not
-    terminal: the Job still has pods to clean up.
-    """
-    failed = _condition(job, "Failed")
-    if failed is not None:
-        return Outcome(FlowPhase.FAILED, str(failed.get("reason") or ""),
-                       str(failed.get("message") or ""))
-    if _condition(job, "Complete") is not None:
-        return Outcome(FlowPhase.SUCCEEDED)
-    if (job.get("spec") or {}).get("suspend"):
-        return Outcome(FlowPhase.SUSPENDED)
-    return Outcome(FlowPhase.RUNNING)
+    """A Job's phase from its terminal conditions (see
+    :func:`jobframework.childjobs.job_outcome`), as a :class:`FlowPhase`."""
+    out = childjobs.job_outcome(job)
+    return Outcome(FlowPhase(out.phase.value), out.reason, out.message)
 
 
 # --- deciding ---------------------------------------------------------------------------------
@@ -372,123 +336,21 @@ def plan(
 # --- Kueue's admission data on child Jobs ---------------------------------------------------
 
 
-def info_to_dict(info: PodSetInfo) -> dict[str, Any]:
-    """A JSON form of a :class:`PodSetInfo` (absent parts omitted)."""
-    d: dict[str, Any] = {"name": info.name, "count": info.count}
-    for key, value in (("annotations", info.annotations), ("labels", info.labels),
-                       ("nodeSelector", info.node_selector), ("tolerations", info.tolerations),
-                       ("schedulingGates", info.scheduling_gates)):
-        if value is not None:
-            d[key] = copy.deepcopy(value)
-    return d
-
-
-def info_from_dict(d: Mapping[str, Any]) -> PodSetInfo:
-    """The inverse of :func:`info_to_dict`."""
-    return PodSetInfo(
-        name=str(d.get("name") or ""), count=int(d.get("count") or 0),
-        annotations=_opt(d.get("annotations")), labels=_opt(d.get("labels")),
-        node_selector=_opt(d.get("nodeSelector")), tolerations=_opt(d.get("tolerations")),
-        scheduling_gates=_opt(d.get("schedulingGates")),
-    )
-
-
-def _opt(value: Any) -> Any:
-    return copy.deepcopy(value) if value is not None else None
-
-
 def injected_info(job: Mapping[str, Any]) -> PodSetInfo | None:
     """What :func:`inject_info` put into ``job``'s pod template, if anything."""
-    raw = ((job.get("metadata") or {}).get("annotations") or {}).get(INJECTED_INFO_ANNOTATION)
-    if not raw:
-        return None
-    try:
-        return info_from_dict(json.loads(raw)["injected"])
-    except (ValueError, KeyError, TypeError):
-        return None
-
-
-def same_info(a: PodSetInfo | None, b: PodSetInfo | None) -> bool:
-    """Whether two infos inject the same data (name and count aside)."""
-    def norm(i: PodSetInfo | None) -> dict[str, Any]:
-        if i is None:
-            return {}
-        d = info_to_dict(i)
-        d.pop("name")
-        d.pop("count")
-        return {k: v for k, v in d.items() if v}
-    return norm(a) == norm(b)
+    return childjobs.injected_info(job, INJECTED_INFO_ANNOTATION)
 
 
 def inject_info(job: Object, info: PodSetInfo) -> None:
-    """Merge ``info`` into ``job``'s pod template, recording what it replaces.
-
-    Raises :class:`~jobframework.podset.InvalidPodSetUpdateError` on a conflicting key
-    (the Job is then unchanged). A previous injection is undone first.
-    """
-    restore_info(job)
-    tpl = job.setdefault("spec", {}).setdefault("template", {})
-    before = copy.deepcopy(tpl)
-    meta = before.get("metadata") or {}
-    pod = before.get("spec") or {}
-    original = {
-        "labels": {k: (meta.get("labels") or {}).get(k) for k in info.labels or {}},
-        "annotations": {k: (meta.get("annotations") or {}).get(k)
-                        for k in info.annotations or {}},
-        "nodeSelector": pod.get("nodeSelector"),
-        "tolerations": pod.get("tolerations"),
-        "schedulingGates": pod.get("schedulingGates"),
-    }
-    merge_into_template(tpl, info)
-    annotations = job.setdefault("metadata", {}).setdefault("annotations", {})
-    annotations[INJECTED_INFO_ANNOTATION] = json.dumps(
-        {"injected": info_to_dict(info), "original": original}, sort_keys=True)
+    """Merge ``info`` into a step's Job, recorded in its
+    ``jobflow.api.practice.com/injected-pod-set-info`` annotation (see
+    :func:`jobframework.childjobs.inject_info`)."""
+    childjobs.inject_info(job, info, INJECTED_INFO_ANNOTATION)
 
 
 def restore_info(job: Object) -> bool:
-    """Undo :func:`inject_info` on ``job``; returns whether anything changed.
-
-    Labels and annotations the injection added are removed (or given back their old
-    value); nodeSelector, tolerations and scheduling gates get their old value. Keys
-    added since by others (the Job controller's selector labels) are kept.
-    """
-    meta = job.get("metadata") or {}
-    annotations = meta.get("annotations") or {}
-    raw = annotations.get(INJECTED_INFO_ANNOTATION)
-    if raw is None:
-        return False
-    del annotations[INJECTED_INFO_ANNOTATION]
-    if not annotations:
-        meta.pop("annotations", None)
-    try:
-        original = json.loads(raw)["original"]
-    except (ValueError, KeyError, TypeError):
-        return True
-    tpl = (job.get("spec") or {}).get("template") or {}
-    tmeta = tpl.setdefault("metadata", {})
-    pod = tpl.setdefault("spec", {})
-    for key in ("labels", "annotations"):
-        current = tmeta.get(key) or {}
-        for k, old in (original.get(key) or {}).items():
-            if old is None:
-                current.pop(k, None)
-            else:
-                current[k] = old
-        if current:
-            tmeta[key] = current
-        else:
-            tmeta.pop(key, None)
-    for key in ("nodeSelector", "tolerations", "schedulingGates"):
-        if original.get(key) is None:
-            pod.pop(key, None)
-        else:
-            pod[key] = original[key]
-    return True
-
-
-def info_fits(template: Mapping[str, Any], info: PodSetInfo) -> None:
-    """Raise like :func:`inject_info` would if ``info`` cannot be merged into ``template``."""
-    merge_into_template(copy.deepcopy(dict(template)), info)
+    """Undo :func:`inject_info` on ``job``; returns whether anything changed."""
+    return childjobs.restore_info(job, INJECTED_INFO_ANNOTATION)
 
 
 __all__ = [

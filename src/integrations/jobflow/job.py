@@ -24,11 +24,11 @@ as a batch/v1 Job's own template would be, so Kueue's equivalence check holds.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from jobframework.api.workload import PodSet, ReclaimablePod
+from jobframework.childjobs import infos_to_json
 from jobframework.field import ErrorList
 from jobframework.interface import FinishedResult, GenericJob
 from jobframework.podset import (
@@ -64,7 +64,6 @@ from .controller import pod_sets_infos
 from .dag import (
     flow_labels,
     info_fits,
-    info_to_dict,
     job_outcome,
     pod_count,
     render_job_spec,
@@ -145,8 +144,7 @@ class JobFlowJob(GenericJob):
                 raise bad_pod_sets_update_error("podSet", f"no flow named {info.name!r}")
             info_fits(specs[info.name]["template"], info)
         annotations = self.obj.setdefault("metadata", {}).setdefault("annotations", {})
-        annotations[POD_SETS_INFO_ANNOTATION] = json.dumps(
-            [info_to_dict(i) for i in pod_sets_info], sort_keys=True)
+        annotations[POD_SETS_INFO_ANNOTATION] = infos_to_json(pod_sets_info)
         self.obj.setdefault("spec", {})["suspend"] = False
 
     def restore_pod_sets_info(self, pod_sets_info: Sequence[PodSetInfo]) -> bool:

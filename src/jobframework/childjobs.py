@@ -1,0 +1,359 @@
+"""Helpers for job kinds that run their work as child batch/v1 Jobs (JobFlow, DaemonJob).
+
+Such a kind is admitted by Kueue as one Workload, but the pods come from Jobs it creates.
+The admission data (a :class:`~jobframework.podset.PodSetInfo` per PodSet) must then be
+carried into each child's pod template, and taken back out exactly when Kueue suspends
+the parent. This module holds the parts every such kind needs:
+
+- :func:`job_outcome`: where a child Job is, from its terminal conditions (``Complete``
+  and ``Failed``, never pod counts) and ``spec.suspend``;
+- :func:`pod_count`: the pods a Job runs at once, as Kueue counts them;
+- :func:`inject_info` / :func:`restore_info`: merge an admission into a child's pod
+  template and record, in an annotation the caller names, what was replaced, so the
+  restore is exact; :func:`injected_info` / :func:`same_info` tell whether a child
+  already carries a given admission;
+- :func:`suspend_job` / :func:`resume_job`: the write sequences the API server accepts
+  (a Job's scheduling directives may change only while it is suspended and has no
+  ``startTime``, as Kueue's own Job integration does on stop);
+- :func:`merge_pod_template_params`: labels, annotations and env merged into a pod
+  template (the given values win).
+"""
+
+from __future__ import annotations
+
+import copy
+import enum
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+import attrs
+
+from .api.conditions import CONDITION_TRUE
+from .podset import PodSetInfo, merge_into_template
+from .runtime.objects import Object
+
+
+class JobPhase(enum.StrEnum):
+    """Where a child Job is."""
+
+    RUNNING = "Running"
+    SUSPENDED = "Suspended"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+
+
+@attrs.frozen
+class JobOutcome:
+    """A child Job's phase and, for a failure, its ``Failed`` condition's reason/message."""
+
+    phase: JobPhase
+    reason: str = ""
+    message: str = ""
+
+
+def _true_condition(job: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
+    for c in (job.get("status") or {}).get("conditions") or []:
+        if c.get("type") == type_ and c.get("status") == CONDITION_TRUE:
+            return dict(c)
+    return None
+
+
+def job_outcome(job: Mapping[str, Any]) -> JobOutcome:
+    """A Job's phase from its terminal conditions (not from pod counts).
+
+    ``Failed`` → FAILED, ``Complete`` → SUCCEEDED, else SUSPENDED when ``spec.suspend``,
+    else RUNNING. Interim conditions (``FailureTarget``, ``SuccessCriteriaMet``) are not
+    terminal: the Job still has pods to clean up.
+    """
+    failed = _true_condition(job, "Failed")
+    if failed is not None:
+        return JobOutcome(JobPhase.FAILED, str(failed.get("reason") or ""),
+                          str(failed.get("message") or ""))
+    if _true_condition(job, "Complete") is not None:
+        return JobOutcome(JobPhase.SUCCEEDED)
+    if (job.get("spec") or {}).get("suspend"):
+        return JobOutcome(JobPhase.SUSPENDED)
+    return JobOutcome(JobPhase.RUNNING)
+
+
+def pod_count(job_spec: Mapping[str, Any]) -> int:
+    """Pods a Job runs at once: parallelism (default 1), capped by completions (as Kueue)."""
+    count = job_spec.get("parallelism")
+    n = 1 if count is None else int(count)
+    completions = job_spec.get("completions")
+    if completions is not None and int(completions) < n:
+        n = int(completions)
+    return n
+
+
+# --- merging parameters into pod templates ----------------------------------------------------
+
+
+def _containers(pod_spec: Mapping[str, Any]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for key in ("initContainers", "containers"):
+        out.extend(c for c in pod_spec.get(key) or [] if isinstance(c, dict))
+    return out
+
+
+def pod_template_parts(job_spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(metadata, spec)`` of ``job_spec``'s pod template, created empty when missing."""
+    tpl = job_spec.get("template")
+    if not isinstance(tpl, dict):
+        tpl = job_spec["template"] = {}
+    meta = tpl.get("metadata")
+    if not isinstance(meta, dict):
+        meta = tpl["metadata"] = {}
+    pod = tpl.get("spec")
+    if not isinstance(pod, dict):
+        pod = tpl["spec"] = {}
+    return meta, pod
+
+
+def merge_pod_template_params(
+    job_spec: dict[str, Any],
+    *,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    env: Sequence[Mapping[str, Any]] = (),
+) -> None:
+    """Merge ``labels``, ``annotations`` and ``env`` into ``job_spec``'s pod template.
+
+    Labels and annotations are merged (the given values win). The env variables go first
+    in every container and init container, replacing a variable of the same name, so a
+    container's own ``$(VAR)`` can refer to them.
+    """
+    meta, pod = pod_template_parts(job_spec)
+    if labels:
+        meta["labels"] = {**(meta.get("labels") or {}), **labels}
+    if annotations:
+        meta["annotations"] = {**(meta.get("annotations") or {}), **annotations}
+    if env:
+        names = {str(e.get("name")) for e in env}
+        for c in _containers(pod):
+            own = [e for e in c.get("env") or [] if e.get("name") not in names]
+            c["env"] = [copy.deepcopy(dict(e)) for e in env] + own
+
+
+# --- Kueue's admission data on child Jobs -----------------------------------------------------
+
+
+def info_to_dict(info: PodSetInfo) -> dict[str, Any]:
+    """A JSON form of a :class:`PodSetInfo` (absent parts omitted)."""
+    d: dict[str, Any] = {"name": info.name, "count": info.count}
+    for key, value in (("annotations", info.annotations), ("labels", info.labels),
+                       ("nodeSelector", info.node_selector), ("tolerations", info.tolerations),
+                       ("schedulingGates", info.scheduling_gates)):
+        if value is not None:
+            d[key] = copy.deepcopy(value)
+    return d
+
+
+def _opt(value: Any) -> Any:
+    return copy.deepcopy(value) if value is not None else None
+
+
+def info_from_dict(d: Mapping[str, Any]) -> PodSetInfo:
+    """The inverse of :func:`info_to_dict`."""
+    return PodSetInfo(
+        name=str(d.get("name") or ""), count=int(d.get("count") or 0),
+        annotations=_opt(d.get("annotations")), labels=_opt(d.get("labels")),
+        node_selector=_opt(d.get("nodeSelector")), tolerations=_opt(d.get("tolerations")),
+        scheduling_gates=_opt(d.get("schedulingGates")),
+    )
+
+
+def infos_to_json(infos: Sequence[PodSetInfo]) -> str:
+    """Infos as the JSON text a parent keeps in an annotation (stable key order)."""
+    return json.dumps([info_to_dict(i) for i in infos], sort_keys=True)
+
+
+def infos_from_json(raw: str | None) -> dict[str, PodSetInfo] | None:
+    """PodSet name → info from :func:`infos_to_json` text; None when absent or malformed."""
+    if not raw:
+        return None
+    try:
+        items = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(items, list):
+        return None
+    infos = [info_from_dict(d) for d in items if isinstance(d, dict)]
+    return {i.name: i for i in infos}
+
+
+def injected_info(job: Mapping[str, Any], annotation: str) -> PodSetInfo | None:
+    """What :func:`inject_info` put into ``job``'s pod template, if anything."""
+    raw = ((job.get("metadata") or {}).get("annotations") or {}).get(annotation)
+    if not raw:
+        return None
+    try:
+        return info_from_dict(json.loads(raw)["injected"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def same_info(a: PodSetInfo | None, b: PodSetInfo | None) -> bool:
+    """Whether two infos inject the same data (name and count aside)."""
+    def norm(i: PodSetInfo | None) -> dict[str, Any]:
+        if i is None:
+            return {}
+        d = info_to_dict(i)
+        d.pop("name")
+        d.pop("count")
+        return {k: v for k, v in d.items() if v}
+    return norm(a) == norm(b)
+
+
+def inject_info(job: Object, info: PodSetInfo, annotation: str) -> None:
+    """Merge ``info`` into ``job``'s pod template, recording in ``annotation`` what it
+    replaces.
+
+    Raises :class:`~jobframework.podset.InvalidPodSetUpdateError` on a conflicting key
+    (the Job is then unchanged). A previous injection is undone first.
+    """
+    restore_info(job, annotation)
+    tpl = job.setdefault("spec", {}).setdefault("template", {})
+    before = copy.deepcopy(tpl)
+    meta = before.get("metadata") or {}
+    pod = before.get("spec") or {}
+    original = {
+        "labels": {k: (meta.get("labels") or {}).get(k) for k in info.labels or {}},
+        "annotations": {k: (meta.get("annotations") or {}).get(k)
+                        for k in info.annotations or {}},
+        "nodeSelector": pod.get("nodeSelector"),
+        "tolerations": pod.get("tolerations"),
+        "schedulingGates": pod.get("schedulingGates"),
+    }
+    merge_into_template(tpl, info)
+    annotations = job.setdefault("metadata", {}).setdefault("annotations", {})
+    annotations[annotation] = json.dumps(
+        {"injected": info_to_dict(info), "original": original}, sort_keys=True)
+
+
+def restore_info(job: Object, annotation: str) -> bool:
+    """Undo :func:`inject_info` on ``job``; returns whether anything changed.
+
+    Labels and annotations the injection added are removed (or given back their old
+    value); nodeSelector, tolerations and scheduling gates get their old value. Keys
+    added since by others (the Job controller's selector labels) are kept.
+    """
+    meta = job.get("metadata") or {}
+    annotations = meta.get("annotations") or {}
+    raw = annotations.get(annotation)
+    if raw is None:
+        return False
+    del annotations[annotation]
+    if not annotations:
+        meta.pop("annotations", None)
+    try:
+        original = json.loads(raw)["original"]
+    except (ValueError, KeyError, TypeError):
+        return True
+    tpl = (job.get("spec") or {}).get("template") or {}
+    tmeta = tpl.setdefault("metadata", {})
+    pod = tpl.setdefault("spec", {})
+    for key in ("labels", "annotations"):
+        current = tmeta.get(key) or {}
+        for k, old in (original.get(key) or {}).items():
+            if old is None:
+                current.pop(k, None)
+            else:
+                current[k] = old
+        if current:
+            tmeta[key] = current
+        else:
+            tmeta.pop(key, None)
+    for key in ("nodeSelector", "tolerations", "schedulingGates"):
+        if original.get(key) is None:
+            pod.pop(key, None)
+        else:
+            pod[key] = original[key]
+    return True
+
+
+def info_fits(template: Mapping[str, Any], info: PodSetInfo) -> None:
+    """Raise like :func:`inject_info` would if ``info`` cannot be merged into ``template``."""
+    merge_into_template(copy.deepcopy(dict(template)), info)
+
+
+# --- suspending and resuming child Jobs -------------------------------------------------------
+
+
+class JobWriter(Protocol):
+    """The writes :func:`suspend_job` and :func:`resume_job` make."""
+
+    async def update(self, obj: Object) -> Object:
+        """PUT."""
+
+    async def update_status(self, obj: Object) -> Object:
+        """PUT to ``status``."""
+
+
+async def _clear_start_time(writer: JobWriter, job: Object) -> Object:
+    if (job.get("status") or {}).get("startTime"):
+        job["status"].pop("startTime")
+        job = copy.deepcopy(await writer.update_status(job))
+    return job
+
+
+async def suspend_job(
+    writer: JobWriter, job: Object, *, restore_annotation: str | None = None
+) -> Object:
+    """Suspend ``job``; with ``restore_annotation`` also take the admission data out.
+
+    The API server lets a Job's scheduling directives change only once it *was*
+    suspended and has no ``startTime``, so this is three writes, as Kueue's Job.Stop:
+    suspend, clear ``startTime``, restore. Returns the Job as last written.
+    """
+    job = copy.deepcopy(job)
+    if not job.setdefault("spec", {}).get("suspend"):
+        job["spec"]["suspend"] = True
+        job = copy.deepcopy(await writer.update(job))
+    if restore_annotation is None:
+        return job
+    job = await _clear_start_time(writer, job)
+    if restore_info(job, restore_annotation):
+        job = await writer.update(job)
+    return job
+
+
+async def resume_job(
+    writer: JobWriter, job: Object, info: PodSetInfo | None, annotation: str
+) -> Object:
+    """Unsuspend ``job``, first giving it ``info`` when it carries other admission data.
+
+    Raises :class:`~jobframework.podset.InvalidPodSetUpdateError` when ``info`` conflicts
+    with the template (the Job then stays suspended). Returns the Job as last written.
+    """
+    job = copy.deepcopy(job)
+    if not same_info(injected_info(job, annotation), info):
+        job = await _clear_start_time(writer, job)
+        restore_info(job, annotation)
+        if info is not None:
+            inject_info(job, info, annotation)
+    job.setdefault("spec", {})["suspend"] = False
+    return await writer.update(job)
+
+
+__all__ = [
+    "JobOutcome",
+    "JobPhase",
+    "JobWriter",
+    "info_fits",
+    "info_from_dict",
+    "info_to_dict",
+    "infos_from_json",
+    "infos_to_json",
+    "inject_info",
+    "injected_info",
+    "job_outcome",
+    "merge_pod_template_params",
+    "pod_count",
+    "pod_template_parts",
+    "restore_info",
+    "resume_job",
+    "same_info",
+    "suspend_job",
+]
