@@ -3,10 +3,11 @@ integration, ``pkg/controller/jobs/job/job_controller.go``).
 
 One pod set, ``main``, of ``min(parallelism, completions)`` pods. Partial admission via
 the ``kueue.x-k8s.io/job-min-parallelism`` annotation (the admitted count becomes
-``parallelism``, and ``completions`` too with ``kueue.x-k8s.io/job-completions-equal-
-parallelism: "true"``). Stopping is custom: suspend with a ``kueue.x-k8s.io/stopping``
-marker, clear ``status.startTime`` so the templates can change, restore the templates,
-drop the marker — three writes, each idempotent, so an interrupted stop resumes.
+``parallelism``, and ``completions`` too when ``kueue.x-k8s.io/job-completions-equal-
+parallelism`` is a Go-true value such as ``"true"``). Stopping is custom: suspend with a
+``kueue.x-k8s.io/stopping`` marker, clear ``status.startTime`` so the templates can change,
+restore the templates, drop the marker — three writes, each idempotent, so an interrupted
+stop resumes.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from jobframework.interface import FinishedResult, GenericJob, StopReason
 from jobframework.managedby import SpecManagedBy
 from jobframework.podset import (
     PodSetInfo,
+    TopologyRequestError,
     bad_pod_sets_info_len_error,
+    go_parse_bool,
     merge_into_template,
     pod_set_topology_request,
     restore_pod_spec,
@@ -130,9 +133,16 @@ class BatchJob(SpecManagedBy, GenericJob):
         return _atoi(annotations_of(self._obj).get(c.JOB_MIN_PARALLELISM_ANNOTATION))
 
     def sync_completion_with_parallelism(self) -> bool:
-        """``kueue.x-k8s.io/job-completions-equal-parallelism: "true"``."""
-        return annotations_of(self._obj).get(
-            c.JOB_COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION) == "true"
+        """``kueue.x-k8s.io/job-completions-equal-parallelism`` read with Go's
+        ``strconv.ParseBool`` (``1``, ``t``, ``TRUE``, ``True``... are true); a value that
+        does not parse counts as false, as in Kueue (the webhook rejects it)."""
+        text = annotations_of(self._obj).get(c.JOB_COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION)
+        if text is None:
+            return False
+        try:
+            return go_parse_bool(text)
+        except TopologyRequestError:
+            return False
 
     # -- GenericJob ------------------------------------------------------------------------
 
