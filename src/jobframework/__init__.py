@@ -14,8 +14,11 @@ from .base_webhook import (
     setup_base_webhook,
 )
 from .constants import (
+    DEFAULT_KUEUE_VERSION,
     FeatureGate,
     FeatureGates,
+    KueueVersion,
+    VersionProfile,
 )
 from .defaults import (
     QueueLookup,
@@ -123,6 +126,7 @@ from .validation import (
 
 __all__ = [
     "DEFAULT_INTEGRATION_MANAGER",
+    "DEFAULT_KUEUE_VERSION",
     "OWNER_REFERENCE_UID",
     "BaseWebhook",
     "ElasticWorkloadNameProvider",
@@ -153,6 +157,7 @@ __all__ = [
     "JobWithPriorityClass",
     "JobWithReclaimablePods",
     "JobWithSkip",
+    "KueueVersion",
     "LosslessDefaulter",
     "LosslessMode",
     "MultiKueueAdapter",
@@ -170,6 +175,7 @@ __all__ = [
     "StopReason",
     "TopLevelJob",
     "UnretryableError",
+    "VersionProfile",
     "WorkloadRetentionPolicy",
     "apply_default_for_managed_by",
     "apply_default_for_suspend",

@@ -2,7 +2,8 @@
 
 Labels, annotations, finalizers, scheduling gates, condition types and reasons, event
 reasons, field managers, error messages, and the feature gates that change the
-jobframework's behaviour (with Kueue's defaults at the ported commit).
+jobframework's behaviour, with each Kueue version's defaults (its *version profile*:
+:class:`KueueVersion`, :class:`VersionProfile`; v0.19, i.e. v0.19.2, unless named).
 
 A Kueue operator must not be able to tell our objects from Go-made ones, so nothing
 here may be reworded.
@@ -10,6 +11,7 @@ here may be reworded.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -339,8 +341,23 @@ class FeatureGate(enum.StrEnum):
     VALIDATE_RAY_AND_SPARK_JOB_UPDATES = "ValidateRayAndSparkJobUpdates"
 
 
-#: Kueue's defaults for :class:`FeatureGate` at the ported commit.
-DEFAULT_FEATURE_GATES: Mapping[FeatureGate, bool] = MappingProxyType({
+class KueueVersion(enum.StrEnum):
+    """The Kueue release we run beside: its *version profile* decides every behaviour that
+    differs between releases (feature-gate defaults first, then reasons and events).
+
+    ``V0_19`` is exactly Kueue v0.19.2, the version our local control plane pins;
+    ``MAIN`` is Kueue's unreleased main branch as this library first ported it.
+    """
+
+    V0_19 = "v0.19"
+    MAIN = "main"
+
+
+#: The profile used when none is named: the Kueue our local control plane pins (v0.19.2).
+DEFAULT_KUEUE_VERSION = KueueVersion.V0_19
+
+# Kueue's main branch at the ported commit.
+_MAIN_FEATURE_GATES: dict[FeatureGate, bool] = {
     FeatureGate.SHORT_WORKLOAD_NAMES: False,
     FeatureGate.WORKLOAD_IDENTIFIER_ANNOTATIONS: True,
     FeatureGate.ADMISSION_GATED_BY: True,
@@ -362,54 +379,129 @@ DEFAULT_FEATURE_GATES: Mapping[FeatureGate, bool] = MappingProxyType({
     FeatureGate.WORKLOAD_REQUEST_USE_MERGE_PATCH: False,
     FeatureGate.TAS_MULTI_LAYER_TOPOLOGY: True,
     FeatureGate.VALIDATE_RAY_AND_SPARK_JOB_UPDATES: True,
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class VersionProfile:
+    """What one Kueue release does where releases differ.
+
+    Gate-driven behaviour follows :attr:`feature_gates` (the release's defaults, which
+    explicit :class:`FeatureGates` overrides still beat); the flags cover the rest.
+    """
+
+    version: KueueVersion
+    #: The release's default for every :class:`FeatureGate`.
+    feature_gates: Mapping[FeatureGate, bool]
+    #: A job labelled with a missing WorkloadPriorityClass gets a Warning
+    #: ``WorkloadPriorityClassNotFound`` event (main); v0.19.2 only returns the NotFound.
+    records_priority_class_not_found: bool
+    #: ``SyncAdmittedCondition`` as v0.19.2 writes it: with ``UnadmittedWorkloadsObservability``
+    #: off, unready checks give ``Admitted`` reason ``UnsatisfiedChecks``; with it on,
+    #: ``Admitted`` is re-derived on every call unless neither ``QuotaReserved`` nor
+    #: ``Admitted`` exists yet (and ``UnadmittedWorkloadsExplicitStatus`` is off).
+    admitted_sync_follows_observability: bool
+
+
+#: Every version profile. v0.19.2's gate defaults are the last spec of each gate in its
+#: ``pkg/features/kube_features.go`` (Kueue's binary version is above every spec's, so the
+#: newest one applies).
+VERSION_PROFILES: Mapping[KueueVersion, VersionProfile] = MappingProxyType({
+    KueueVersion.V0_19: VersionProfile(
+        version=KueueVersion.V0_19,
+        feature_gates=MappingProxyType({
+            **_MAIN_FEATURE_GATES,
+            # Both still default off (Alpha / Beta-off) in v0.19.2.
+            FeatureGate.WORKLOAD_PRIORITY_CLASS_DEFAULTING: False,
+            FeatureGate.UNADMITTED_WORKLOADS_OBSERVABILITY: False,
+        }),
+        records_priority_class_not_found=False,
+        admitted_sync_follows_observability=True,
+    ),
+    KueueVersion.MAIN: VersionProfile(
+        version=KueueVersion.MAIN,
+        feature_gates=MappingProxyType(dict(_MAIN_FEATURE_GATES)),
+        records_priority_class_not_found=True,
+        admitted_sync_follows_observability=False,
+    ),
 })
+
+#: Kueue's defaults for :class:`FeatureGate`, per version profile.
+FEATURE_GATE_DEFAULTS: Mapping[KueueVersion, Mapping[FeatureGate, bool]] = MappingProxyType({
+    v: p.feature_gates for v, p in VERSION_PROFILES.items()})
+
+#: Kueue's defaults for :class:`FeatureGate` in the default profile (v0.19.2).
+DEFAULT_FEATURE_GATES: Mapping[FeatureGate, bool] = FEATURE_GATE_DEFAULTS[DEFAULT_KUEUE_VERSION]
 
 
 class FeatureGates:
-    """An immutable set of gate values; unset gates take Kueue's default.
+    """An immutable set of gate values for one version profile; unset gates take that
+    Kueue version's default.
 
-    Passed explicitly to every function whose behaviour depends on a gate, so there is no
-    process-wide mutable gate state (Kueue keeps one; tests here simply build another).
-    Build with Kueue's gate names: ``FeatureGates(ShortWorkloadNames=True)``.
+    Passed explicitly to every function whose behaviour depends on a gate or on the Kueue
+    version, so there is no process-wide mutable gate state (Kueue keeps one; tests here
+    simply build another). Build with Kueue's gate names and, optionally, the Kueue
+    version we run beside (default :data:`DEFAULT_KUEUE_VERSION`, v0.19):
+    ``FeatureGates(ShortWorkloadNames=True, version=KueueVersion.MAIN)``.
     """
 
-    __slots__ = ("_values",)
+    __slots__ = ("_values", "_version")
 
     def __init__(
-        self, overrides: Mapping[FeatureGate | str, bool] | None = None, **gates: bool
+        self, overrides: Mapping[FeatureGate | str, bool] | None = None, *,
+        version: KueueVersion | str = DEFAULT_KUEUE_VERSION, **gates: bool,
     ) -> None:
         values = {FeatureGate(k): bool(v) for k, v in (overrides or {}).items()}
         values.update({FeatureGate(k): bool(v) for k, v in gates.items()})
         self._values: Mapping[FeatureGate, bool] = MappingProxyType(values)
+        self._version = KueueVersion(version)
 
     @property
     def overrides(self) -> Mapping[FeatureGate, bool]:
         """The gates set explicitly."""
         return self._values
 
+    @property
+    def version(self) -> KueueVersion:
+        """The Kueue version whose defaults and behaviour apply."""
+        return self._version
+
+    @property
+    def profile(self) -> VersionProfile:
+        """The :class:`VersionProfile` of :attr:`version`."""
+        return VERSION_PROFILES[self._version]
+
     def enabled(self, gate: FeatureGate) -> bool:
-        """The gate's value (override, else Kueue's default)."""
+        """The gate's value (override, else the version's default)."""
         value = self._values.get(gate)
-        return DEFAULT_FEATURE_GATES[gate] if value is None else value
+        return self.profile.feature_gates[gate] if value is None else value
 
     def with_gates(self, **gates: bool) -> FeatureGates:
-        """A copy with more gates set by their Kueue names."""
+        """A copy with more gates set by their Kueue names (same version)."""
         merged: dict[FeatureGate | str, bool] = {k: v for k, v in self._values.items()}
         merged.update({FeatureGate(k): v for k, v in gates.items()})
-        return FeatureGates(merged)
+        return FeatureGates(merged, version=self._version)
+
+    def with_version(self, version: KueueVersion | str) -> FeatureGates:
+        """A copy with the same overrides for another Kueue version."""
+        same: dict[FeatureGate | str, bool] = {k: v for k, v in self._values.items()}
+        return FeatureGates(same, version=version)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, FeatureGates):
             return NotImplemented
-        return all(self.enabled(g) == other.enabled(g) for g in FeatureGate)
+        return self._version == other._version and all(
+            self.enabled(g) == other.enabled(g) for g in FeatureGate)
 
     def __hash__(self) -> int:
-        return hash(tuple(self.enabled(g) for g in FeatureGate))
+        return hash((self._version, *(self.enabled(g) for g in FeatureGate)))
 
     def __repr__(self) -> str:
-        inner = ", ".join(f"{k.value}={v}" for k, v in self._values.items())
-        return f"FeatureGates({inner})"
+        parts = [f"{k.value}={v}" for k, v in self._values.items()]
+        if self._version != DEFAULT_KUEUE_VERSION:
+            parts.append(f"version={self._version.value!r}")
+        return f"FeatureGates({', '.join(parts)})"
 
 
-#: Kueue's default gates.
+#: Kueue's default gates and behaviour for the default version (v0.19.2).
 DEFAULT_FEATURES = FeatureGates()

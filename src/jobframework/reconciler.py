@@ -435,21 +435,24 @@ async def equivalent_to_workload(
 
 async def extract_priority(
     client: Client, recorder: EventRecorderLike, obj: Object, pod_sets: Sequence[PodSet],
-    job: GenericJob | None = None,
+    job: GenericJob | None = None, *, features: FeatureGates = DEFAULT_FEATURES,
 ) -> tuple[PriorityClassRef | None, int]:
     """The Workload's priority class and value for a job (``ExtractPriority``).
 
-    The job's WorkloadPriorityClass label wins (a missing class is an error, with a Warning
-    event); else the job's own PriorityClass (``JobWithPriorityClass``) or the first pod
-    template's ``priorityClassName``; else the lowest global-default PriorityClass; else 0.
+    The job's WorkloadPriorityClass label wins (a missing class raises NotFound; under the
+    ``main`` version profile it also records a Warning ``WorkloadPriorityClassNotFound``
+    event, which v0.19.2 never emits); else the job's own PriorityClass
+    (``JobWithPriorityClass``) or the first pod template's ``priorityClassName``; else the
+    lowest global-default PriorityClass; else 0.
     """
     wpc = workload_priority_class_name(obj)
     if wpc:
         try:
             found = await client.get(WORKLOAD_PRIORITY_CLASS_GVK, wpc)
         except errors.NotFound:
-            recorder.event(obj, WARNING, c.REASON_WORKLOAD_PRIORITY_CLASS_NOT_FOUND,
-                           c.MSG_WPC_NOT_FOUND.format(wpc))
+            if features.profile.records_priority_class_not_found:
+                recorder.event(obj, WARNING, c.REASON_WORKLOAD_PRIORITY_CLASS_NOT_FOUND,
+                               c.MSG_WPC_NOT_FOUND.format(wpc))
             raise
         return (PriorityClassRef(group=c.WORKLOAD_PRIORITY_CLASS_GROUP,
                                  kind=c.WORKLOAD_PRIORITY_CLASS_KIND, name=wpc),
@@ -854,7 +857,7 @@ class JobReconciler:
     ) -> None:
         propagate_admission_gated_by_annotation(obj, wl, features=self.features)
         ref, priority = await extract_priority(self.client, self.recorder, obj,
-                                               wl.spec.pod_sets, job)
+                                               wl.spec.pod_sets, job, features=self.features)
         if ref is not None:
             wl.spec.priority_class_ref = ref
         wl.spec.priority = priority
@@ -1222,16 +1225,18 @@ async def update_workload_priority(
     client: Client,
     recorder: EventRecorderLike,
     job: GenericJob,
-    workloads: Sequence[Workload],
+    workloads: Workload | Sequence[Workload],
     *,
     features: FeatureGates = DEFAULT_FEATURES,
 ) -> None:
     """Follow a change of the job's WorkloadPriorityClass label (``UpdateWorkloadPriority``).
 
+    ``workloads`` is one Workload (v0.19.2's exported signature) or several (main's);
     Workloads backed by a pod PriorityClass, and quota-reserved ones without a class, are
     left alone; the class is resolved once for the whole set.
     """
-    del features
+    if isinstance(workloads, Workload):
+        workloads = [workloads]
     obj = job.object()
     job_class = workload_priority_class_name(obj)
     same: list[Workload] = []
@@ -1249,7 +1254,7 @@ async def update_workload_priority(
         return
     try:
         ref, priority = await extract_priority(client, recorder, obj,
-                                               change[0].spec.pod_sets, job)
+                                               change[0].spec.pod_sets, job, features=features)
     except Exception as err:
         raise _wrap("prepare workload priority", err) from err
     for wl in [*same, *change]:

@@ -193,16 +193,26 @@ def sync_admitted_condition(
     """Make ``Admitted`` agree with reservation and checks (``SyncAdmittedCondition``).
 
     On a True→False transition the admitted time is added to
-    ``status.accumulatedPastExecutionTimeSeconds``.
+    ``status.accumulatedPastExecutionTimeSeconds``. The reasons follow the gate
+    ``UnadmittedWorkloadsObservability`` and the version profile: under v0.19 (gate off
+    by default) unready checks give ``UnsatisfiedChecks`` and, with the gate on, the
+    condition is re-derived even when its status already agrees.
     """
     has_reservation = wl.has_quota_reservation()
     checks_ready = has_all_checks_ready(wl)
     topology_ready = not has_topology_assignments_pending(wl)
     admitted = wl.is_admitted()
-    if admitted == (has_reservation and checks_ready and topology_ready):
+    observability = features.enabled(FeatureGate.UNADMITTED_WORKLOADS_OBSERVABILITY)
+    as_v0_19 = features.profile.admitted_sync_follows_observability
+    if as_v0_19 and observability:
+        # v0.19.2 keeps both conditions absent until something sets QuotaReserved.
+        if (wl.find_condition(c.WORKLOAD_QUOTA_RESERVED) is None
+                and wl.find_condition(c.WORKLOAD_ADMITTED) is None
+                and not features.enabled(FeatureGate.UNADMITTED_WORKLOADS_EXPLICIT_STATUS)):
+            return False
+    elif admitted == (has_reservation and checks_ready and topology_ready):
         return False
     status, reason, message = CONDITION_TRUE, c.ADMITTED_REASON_ADMITTED, c.MSG_ADMITTED
-    observability = features.enabled(FeatureGate.UNADMITTED_WORKLOADS_OBSERVABILITY)
     if not has_reservation and not checks_ready and not observability:
         status, reason = CONDITION_FALSE, c.ADMITTED_REASON_NO_RESERVATION_UNSATISFIED_CHECKS
         message = c.MSG_NO_RESERVATION_UNSATISFIED_CHECKS
@@ -211,6 +221,8 @@ def sync_admitted_condition(
                                    c.MSG_NO_RESERVATION)
     elif not checks_ready:
         status, reason = CONDITION_FALSE, c.ADMITTED_REASON_UNSATISFIED_ADMISSION_CHECKS
+        if as_v0_19 and not observability:
+            reason = c.ADMITTED_REASON_UNSATISFIED_CHECKS
         message = "The workload has not all checks ready"
     elif not topology_ready:
         status, reason = CONDITION_FALSE, c.ADMITTED_REASON_PENDING_DELAYED_TOPOLOGY_REQUESTS

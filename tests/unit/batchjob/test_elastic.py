@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from jobframework import constants as c
-from jobframework.constants import FeatureGates
+from jobframework.constants import FeatureGates, KueueVersion
 from jobframework.naming import generate_workload_name_with_extra
 
 from .helpers import JOB_GVK, World, base_job, base_wl, pod_set
@@ -49,7 +49,8 @@ def slice_name(generation: int = 1) -> str:
 ])
 async def test_50_51_slice_priority(case: str, label: str, error: bool,
                                     want: tuple[str, int]) -> None:
-    w = await world()
+    # Main records WorkloadPriorityClassNotFound; v0.19.2 does not.
+    w = await world(features=FeatureGates(version=KueueVersion.MAIN))
     job = await w.create_job(elastic_job(label))
     await w.create_workload(with_wpc(base_wl("job", reserved=False)), owner=job)
     if error:

@@ -11,6 +11,7 @@ from typing import Any
 
 from integrations.batchjob import CALLBACKS, FRAMEWORK_NAME, setup_indexes
 from jobframework import constants as c
+from jobframework.constants import FeatureGates, KueueVersion
 from jobframework.indexer import owner_reference_index_field_matcher
 from jobframework.integrations import IntegrationManager
 from jobframework.runtime.clock import rfc3339
@@ -94,7 +95,8 @@ async def test_admit_start_evict_stop_with_the_manager() -> None:
     reconciler = CALLBACKS.new_reconciler(
         mgr.get_client(), mgr.get_cache(),
         mgr.get_event_recorder_for(f"{FRAMEWORK_NAME}-kueue-controller"),
-        clock=w.clock, integration_manager=im)
+        clock=w.clock, integration_manager=im,
+        features=FeatureGates(version=KueueVersion.MAIN))  # asserts main's reasons
     reconciler.setup_with_manager(mgr)
 
     def wls() -> list[Object]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from jobframework import constants as c
+from jobframework.constants import FeatureGates, KueueVersion
 from jobframework.reconciler import NoMatchingWorkloadsError, PrebuiltWorkloadNotFoundError
 
 from .helpers import World, base_job, base_wl, conditions_of, pod_set, template_labels
@@ -83,7 +84,8 @@ async def test_44_workload_created_for_running_job_after_stopping_it() -> None:
 
 
 async def test_28_eviction_suspends_job_and_releases_quota() -> None:
-    w = await world()
+    # Main's reasons; v0.19's are in tests/unit/jobframework/test_version_profiles.py.
+    w = await world(features=FeatureGates(version=KueueVersion.MAIN))
     job = base_job(suspend=False)
     job = await w.create_job(job)
     wl = base_wl(admitted_at=w.ts(1))

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from jobframework import constants as c
-from jobframework.constants import FeatureGates
+from jobframework.constants import FeatureGates, KueueVersion
 from jobframework.reconciler import (
     ExtraWorkloadsError,
     NoMatchingWorkloadsError,
@@ -35,6 +35,9 @@ OWNER_GONE = ("True", "OwnerNotFound", "The workload's owner no longer exists")
 
 
 _MERGE_PATCH = [False]
+#: Cases ported from Kueue's main branch (its reasons and events); v0.19's are in
+#: tests/unit/jobframework/test_version_profiles.py.
+MAIN = FeatureGates(version=KueueVersion.MAIN)
 
 
 @pytest.fixture(autouse=True, params=[False, True], ids=["apply", "merge-patch"])
@@ -290,7 +293,7 @@ def evicted(w: World, reason: str, message: str, ago: float = 0) -> dict[str, An
     ("Preempted", "Preempted", "True"),
 ])
 async def test_28_32_eviction_reasons(reason: str, message: str, requeued: str) -> None:
-    w = await world()
+    w = await world(features=MAIN)
     job = await w.create_job(running(base_job()))
     wl = with_cond(base_wl(admitted_at=w.ts(1)), evicted(w, reason, message))
     wl["status"]["admissionChecks"] = [{"name": "check", "state": "Ready",
@@ -329,7 +332,7 @@ async def test_22_27_deactivation_and_retention(
     admitted_ago: float, deleted: bool, requeue_after: float | None,
 ) -> None:
     policy = WorkloadRetentionPolicy(retention) if retention is not None else None
-    w = await world(workload_retention_policy=policy)
+    w = await world(workload_retention_policy=policy, features=MAIN)
     job = await w.create_job(running(base_job()))
     wl = with_cond(base_wl(admitted_at=w.ts(admitted_ago)),
                    evicted(w, reason, DEACTIVATED, evicted_ago))
@@ -438,7 +441,7 @@ PC_REF = ("scheduling.k8s.io", "PriorityClass")
 
 
 async def test_46_missing_wpc_warns_and_creates_nothing() -> None:
-    w = await world()
+    w = await world(features=MAIN)
     await w.wpc("test-wpc", 100)
     job = base_job()
     job["metadata"]["labels"][c.WORKLOAD_PRIORITY_CLASS_LABEL] = "missing-wpc"
@@ -463,7 +466,7 @@ async def test_46_missing_wpc_warns_and_creates_nothing() -> None:
 async def test_47_49_priority_sync(case: str, ref: tuple[str, str, str, int], label: str,
                                    want_error: bool, want: tuple[str, int] | None,
                                    events: list[tuple[str, str, str]]) -> None:
-    w = await world()
+    w = await world(features=MAIN)
     await w.wpc("test-wpc", 100)
     await w.wpc("test-wpc-high", 200)
     job = base_job()

@@ -189,8 +189,10 @@ async def test_apply_default_workload_priority_class(
 
 async def test_default_wpc_lookup_error_is_ignored(kit: Any) -> None:
     obj = kit.make_job()
-    await apply_default_workload_priority_class(manager(), kit.MemReader(fail=InternalError("x")),
-                                                obj)
+    reader = kit.MemReader(fail=InternalError("x"))
+    await apply_default_workload_priority_class(
+        manager(), reader, obj, features=FeatureGates(WorkloadPriorityClassDefaulting=True))
+    assert reader.gets == [("WorkloadPriorityClass", "default")]
     assert "labels" not in obj["metadata"]
 
 
