@@ -37,7 +37,7 @@ FRAMEWORK_NAMES: Final = {
     "appwrapper": "AppWrapper.v1beta2.workload.codeflare.dev",
 }
 #: What ``python -m integrations run`` runs when told nothing else.
-DEFAULT_INTEGRATIONS: Final = ("jobflow", "appwrapper")
+DEFAULT_INTEGRATIONS: Final = ("jobflow", "daemonjob", "appwrapper")
 
 
 class Wiring(Protocol):

@@ -240,7 +240,10 @@ class JobFlowReconciler:
                     children[f] = await self._suspend(job, restore=False)
             elif spec.suspend:
                 for f, job in children.items():
-                    if job is not None and job_outcome(job).phase == FlowPhase.RUNNING:
+                    # Suspended Jobs too: a pass that suspended one may have been cut short
+                    # before the restore (suspending again writes nothing when clean).
+                    if job is not None and job_outcome(job).phase in (FlowPhase.RUNNING,
+                                                                      FlowPhase.SUSPENDED):
                         children[f] = await self._suspend(job, restore=True)
             else:
                 infos = pod_sets_infos(jobflow)

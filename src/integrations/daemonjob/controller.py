@@ -1,0 +1,411 @@
+"""The DaemonJob controller: one Job per node of the run, level-based.
+
+Each pass over one DaemonJob:
+
+1. reads it, its children (the Jobs whose *controller* owner reference has its UID, from
+   the cache's owner-UID index, never a cluster-wide list) and the Nodes (cached);
+2. fixes the run's nodes the first time it runs unsuspended without them (standalone, or
+   unsuspended by hand; under Kueue the adapter fixes them in the same write that
+   unsuspends, so the Workload's count and the run always agree);
+3. :func:`~.plan.plan`\\ s the phases; then, unless the DaemonJob is being deleted, creates
+   the Jobs of *every* ready node in one pass, resumes suspended Jobs with the current
+   admission, suspends running ones (taking the admission data out) when the DaemonJob is
+   suspended or a node left the admitted flavor, stops unfinished ones after a failure
+   under ``FailFast``, and deletes the Jobs of deleted nodes;
+4. writes ``status`` when it changed, and records an event when the DaemonJob finishes.
+
+Node events (create, delete, and updates of labels, taints, ``unschedulable`` or the
+``Ready`` status) reconcile every DaemonJob that has not finished.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import datetime as dt
+import logging
+from collections.abc import Mapping
+from typing import Any, Final, Protocol
+
+from jobframework.api.conditions import (
+    CONDITION_FALSE,
+    CONDITION_TRUE,
+    find_condition,
+    set_condition,
+)
+from jobframework.childjobs import infos_from_json, inject_info, resume_job, suspend_job
+from jobframework.podset import InvalidPodSetUpdateError, PodSetInfo
+from jobframework.runtime.builder import ControllerBuilder
+from jobframework.runtime.cache import Cache
+from jobframework.runtime.client import ObjectList, PropagationPolicy
+from jobframework.runtime.clock import Clock, RealClock
+from jobframework.runtime.errors import AlreadyExists, BadRequest, Conflict, Invalid, NotFound
+from jobframework.runtime.events import NORMAL, WARNING
+from jobframework.runtime.handler import EnqueueRequestsFromMapFunc
+from jobframework.runtime.manager import Manager
+from jobframework.runtime.objects import (
+    GVK,
+    Object,
+    annotations_of,
+    controller_of,
+    is_being_deleted,
+    labels_of,
+    name_of,
+    namespace_of,
+    uid_of,
+)
+from jobframework.runtime.predicate import Funcs
+from jobframework.runtime.reconcile import Request, Result
+
+from .api import (
+    DAEMONJOB_GVK,
+    GROUP,
+    INJECTED_INFO_ANNOTATION,
+    JOB_GVK,
+    NODE_GVK,
+    NODES_ANNOTATION,
+    POD_SETS_INFO_ANNOTATION,
+    ConditionType,
+    DaemonJobSpec,
+    NodePhase,
+    State,
+    job_status_key,
+    nodes_annotation_value,
+)
+from .nodes import eligible_nodes, is_ready
+from .plan import Plan, admission_for, build_node_job, node_of_job, plan, run_nodes
+
+log = logging.getLogger(__name__)
+
+#: Job index: the UID of the DaemonJob named by the Job's controller owner reference.
+OWNER_UID_INDEX: Final = "daemonjob.api.practice.com/owner-uid"
+DAEMONJOB_CONTROLLER_NAME: Final = "daemonjob-controller"
+
+
+class IndexedReader(Protocol):
+    """The reads the controller makes: cached ``get`` and ``list`` with field indexes."""
+
+    async def get(self, gvk: GVK, name: str, *, namespace: str | None = None) -> Object:
+        """One object."""
+
+    async def list(
+        self,
+        gvk: GVK,
+        *,
+        namespace: str | None = None,
+        matching_fields: Mapping[str, str] | None = None,
+    ) -> ObjectList:
+        """Objects matching the field indexes."""
+
+
+class Recorder(Protocol):
+    """Where events go (the runtime's ``EventRecorder`` is one)."""
+
+    def event(self, obj: Mapping[str, Any], type: str, reason: str, message: str) -> None:
+        """Record an event about ``obj``."""
+
+
+class Writer(Protocol):
+    """The writes the controller makes."""
+
+    async def create(self, obj: Object) -> Object:
+        """POST."""
+
+    async def update(self, obj: Object) -> Object:
+        """PUT."""
+
+    async def update_status(self, obj: Object) -> Object:
+        """PUT to ``status``."""
+
+    async def delete(self, gvk: GVK, name: str, *, namespace: str | None = None,
+                     propagation_policy: PropagationPolicy | None = None) -> Any:
+        """DELETE."""
+
+
+def owner_uid_values(job: Object) -> list[str]:
+    """:data:`OWNER_UID_INDEX` values: the controlling DaemonJob's UID, if any."""
+    ref = controller_of(job)
+    if ref is None or ref.get("kind") != DAEMONJOB_GVK.kind:
+        return []
+    if str(ref.get("apiVersion", "")).split("/")[0] != GROUP:
+        return []
+    return [str(ref.get("uid") or "")]
+
+
+async def setup_indexes(cache: Cache) -> None:
+    """Register the owner-UID index the controller reads children through."""
+    await cache.index_field(JOB_GVK, OWNER_UID_INDEX, owner_uid_values)
+
+
+def pod_sets_infos(daemonjob: Mapping[str, Any]) -> dict[str, PodSetInfo]:
+    """The admission data the Kueue adapter stored on the DaemonJob, by PodSet name."""
+    raw = annotations_of(daemonjob).get(POD_SETS_INFO_ANNOTATION)
+    infos = infos_from_json(raw)
+    if infos is None:
+        if raw:
+            log.warning("ignoring malformed %s annotation", POD_SETS_INFO_ANNOTATION)
+        return {}
+    return infos
+
+
+def _node_view(node: Mapping[str, Any]) -> tuple[Any, ...]:
+    spec = node.get("spec") or {}
+    return (labels_of(node), spec.get("taints"), bool(spec.get("unschedulable")),
+            is_ready(node))
+
+
+def node_changed(event: Any) -> bool:
+    """Whether a Node update changes eligibility or flavor matching (not heartbeats)."""
+    return _node_view(event.object_old) != _node_view(event.object_new)
+
+
+def _set(conditions: list[dict[str, Any]], type_: ConditionType, true: bool, reason: str,
+         message: str, generation: int, now: dt.datetime, false_reason: str) -> None:
+    # A condition is added when it first becomes true, and kept (as False) afterwards.
+    if not true and find_condition(conditions, type_.value) is None:
+        return
+    set_condition(conditions, {
+        "type": type_.value, "status": CONDITION_TRUE if true else CONDITION_FALSE,
+        "reason": reason if true else false_reason, "message": message if true else "",
+        "observedGeneration": generation,
+    }, now=now)
+
+
+class DaemonJobReconciler:
+    """Reconciles DaemonJobs (see the module docstring)."""
+
+    def __init__(
+        self,
+        reader: IndexedReader,
+        writer: Writer,
+        recorder: Recorder,
+        *,
+        clock: Clock | None = None,
+    ) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.recorder = recorder
+        self.clock: Clock = clock or RealClock()
+
+    async def children(self, daemonjob: Object) -> dict[str, Object]:
+        """node name → its Job (controlled by this DaemonJob)."""
+        owned = await self.reader.list(
+            JOB_GVK, namespace=namespace_of(daemonjob),
+            matching_fields={OWNER_UID_INDEX: uid_of(daemonjob)})
+        return {node_of_job(j): j for j in owned.items if node_of_job(j)}
+
+    async def reconcile(self, request: Request) -> Result:
+        """One pass over the DaemonJob ``request`` names.
+
+        A write that meets a newer version (the Job controller and Kueue's reconciler write
+        the same objects) ends the pass and requeues it: the next one starts from the cache.
+        """
+        try:
+            return await self._reconcile(request)
+        except Conflict as err:
+            log.info("requeue %s/%s after a conflict: %s", request.namespace, request.name,
+                     err)
+            return Result(requeue=True)
+
+    async def _reconcile(self, request: Request) -> Result:
+        try:
+            dj = await self.reader.get(DAEMONJOB_GVK, request.name,
+                                       namespace=request.namespace)
+        except NotFound:
+            return Result()
+        spec = DaemonJobSpec.of(dj)
+        nodes = (await self.reader.list(NODE_GVK)).items
+        live = {name_of(n): n for n in nodes}
+        children = await self.children(dj)
+        run = run_nodes(dj, nodes)
+        if (not is_being_deleted(dj) and not spec.suspend and run
+                and NODES_ANNOTATION not in annotations_of(dj)):
+            dj = await self._fix_nodes(dj, run)
+        infos = {} if spec.suspend else pod_sets_infos(dj)
+        admission = admission_for(infos)
+        p = plan(dj, run, live, children, admission)
+        notes: dict[str, tuple[NodePhase, str, str]] = {}
+        if not is_being_deleted(dj):
+            await self._act(dj, p, children, admission, notes)
+            p = plan(dj, run, live, children, admission)
+        if any(reason == "AlreadyExists" for _, reason, _ in notes.values()):
+            # A Job we would create exists but the cache has not shown it yet: writing
+            # status now would report that node as not started. Its event requeues us.
+            return Result(requeue=True)
+        await self._write_status(dj, spec, p, children, notes, nodes)
+        return Result()
+
+    async def _fix_nodes(self, dj: Object, run: list[str]) -> Object:
+        updated = copy.deepcopy(dj)
+        updated.setdefault("metadata", {}).setdefault("annotations", {})[NODES_ANNOTATION] = \
+            nodes_annotation_value(run)
+        return await self.writer.update(updated)
+
+    # -- child Jobs --
+
+    async def _act(self, dj: Object, p: Plan, children: dict[str, Object],
+                   admission: PodSetInfo | None,
+                   notes: dict[str, tuple[NodePhase, str, str]]) -> None:
+        ns = namespace_of(dj)
+        for node in p.stop:
+            children[node] = await suspend_job(self.writer, children[node])
+        for node in p.suspend:
+            children[node] = await suspend_job(self.writer, children[node],
+                                               restore_annotation=INJECTED_INFO_ANNOTATION)
+        for node in p.resume:
+            try:
+                children[node] = await resume_job(self.writer, children[node], admission,
+                                                  INJECTED_INFO_ANNOTATION)
+            except InvalidPodSetUpdateError as err:
+                self.recorder.event(children[node], WARNING, "FailedInjection", str(err))
+        for node in p.delete:
+            job = children.pop(node)
+            with contextlib.suppress(NotFound):
+                await self.writer.delete(JOB_GVK, name_of(job), namespace=ns,
+                                         propagation_policy=PropagationPolicy.BACKGROUND)
+            self.recorder.event(dj, NORMAL, "DeletedJob",
+                                f"Deleted Job {name_of(job)}: node {node} was deleted")
+        created: list[str] = []
+        for node in p.create:
+            new = await self._create(dj, node, admission, notes)
+            if new is not None:
+                children[node] = new
+                created.append(name_of(new))
+        if created:
+            shown = ", ".join(created[:5]) + (f" and {len(created) - 5} more"
+                                              if len(created) > 5 else "")
+            self.recorder.event(dj, NORMAL, "Created",
+                                f"Created {len(created)} Job{'s' if len(created) > 1 else ''}:"
+                                f" {shown}")
+
+    async def _create(self, dj: Object, node: str, admission: PodSetInfo | None,
+                      notes: dict[str, tuple[NodePhase, str, str]]) -> Object | None:
+        job = build_node_job(dj, node)
+        if admission is not None:
+            try:
+                inject_info(job, admission, INJECTED_INFO_ANNOTATION)
+            except InvalidPodSetUpdateError as err:
+                notes[node] = (NodePhase.PENDING, "FailedInjection", str(err))
+                self.recorder.event(dj, WARNING, "FailedInjection", f"node {node}: {err}")
+                return None
+        try:
+            return await self.writer.create(job)
+        except AlreadyExists:
+            notes[node] = (NodePhase.PENDING, "AlreadyExists", "")
+            return None
+        except (Invalid, BadRequest) as err:
+            notes[node] = (NodePhase.PENDING, "FailedCreate", str(err))
+            self.recorder.event(dj, WARNING, "FailedCreate", f"node {node}: {err}")
+            return None
+
+    # -- status --
+
+    def desired_status(
+        self,
+        dj: Object,
+        spec: DaemonJobSpec,
+        p: Plan,
+        children: Mapping[str, Object],
+        notes: Mapping[str, tuple[NodePhase, str, str]],
+        nodes: list[Object],
+    ) -> dict[str, Any]:
+        """The ``status`` to write for this pass."""
+        old = dj.get("status") or {}
+        ns = namespace_of(dj)
+        entries = []
+        for n in p.nodes:
+            entry = n.to_dict()
+            if n.name in notes and n.phase == NodePhase.PENDING:
+                _, reason, message = notes[n.name]
+                entry.update(reason=reason, message=message)
+            entries.append(entry)
+        status: dict[str, Any] = {
+            "state": p.state.value,
+            "jobStatusList": {job_status_key(name_of(j), ns): copy.deepcopy(j.get("status")
+                                                                            or {})
+                              for j in children.values()},
+            "nodes": entries,
+            "desired": len(p.nodes),
+            "running": p.count(NodePhase.RUNNING),
+            "succeeded": p.count(NodePhase.SUCCEEDED),
+            "failed": p.count(NodePhase.FAILED),
+        }
+        if p.failed_node:
+            status["failedNode"] = p.failed_node
+        generation = int((dj.get("metadata") or {}).get("generation") or 0)
+        if generation:
+            status["observedGeneration"] = generation
+        conditions: list[dict[str, Any]] = copy.deepcopy(list(old.get("conditions") or []))
+        now = self.clock.now()
+        _set(conditions, ConditionType.SUCCEEDED, p.state == State.SUCCEED,
+             "AllNodesSucceeded", f"the Jobs of all {p.count(NodePhase.SUCCEEDED)} nodes "
+             "completed", generation, now, "NotCompleted")
+        _set(conditions, ConditionType.FAILED, p.state == State.FAILED, "NodeFailed",
+             p.failure_message, generation, now, "NoNodeFailed")
+        suspended = spec.suspend and p.state in (State.PENDING, State.RUNNING)
+        _set(conditions, ConditionType.SUSPENDED, suspended, "DaemonJobSuspended",
+             "the DaemonJob is suspended: no Job is created and running Jobs are suspended",
+             generation, now, "DaemonJobResumed")
+        empty = not p.nodes and p.state == State.PENDING
+        message = ""
+        if empty:
+            pod_spec = (spec.job_spec.get("template") or {}).get("spec") or {}
+            message = "no node is eligible, " + eligible_nodes(
+                nodes, pod_spec, spec.exclude_nodes).summary()
+        _set(conditions, ConditionType.NO_ELIGIBLE_NODES, empty, "NoEligibleNodes", message,
+             generation, now, "EligibleNodesFound")
+        if conditions:
+            status["conditions"] = conditions
+        return status
+
+    async def _write_status(
+        self,
+        dj: Object,
+        spec: DaemonJobSpec,
+        p: Plan,
+        children: Mapping[str, Object],
+        notes: Mapping[str, tuple[NodePhase, str, str]],
+        nodes: list[Object],
+    ) -> None:
+        old = dj.get("status") or {}
+        status = self.desired_status(dj, spec, p, children, notes, nodes)
+        if status == old:
+            return
+        updated = copy.deepcopy(dj)
+        updated["status"] = status
+        await self.writer.update_status(updated)
+        if old.get("state") != status["state"]:
+            if p.state == State.SUCCEED:
+                self.recorder.event(dj, NORMAL, "Succeeded",
+                                    f"the Jobs of all {status['succeeded']} nodes of "
+                                    f"DaemonJob {name_of(dj)} completed")
+            elif p.state == State.FAILED:
+                self.recorder.event(dj, WARNING, "Failed", p.failure_message)
+
+    # -- wiring --
+
+    async def unfinished_daemonjobs(self, node: Object) -> list[Request]:
+        """Every DaemonJob that has not finished (a node change may concern any of them)."""
+        del node
+        djs = await self.reader.list(DAEMONJOB_GVK)
+        done = (State.SUCCEED.value, State.FAILED.value)
+        return [Request.of(namespace_of(d), name_of(d)) for d in djs.items
+                if (d.get("status") or {}).get("state") not in done]
+
+    def setup_with_manager(self, mgr: Manager) -> None:
+        """``For`` DaemonJobs, ``Owns`` Jobs, watches Nodes (relevant changes only)."""
+        ControllerBuilder(mgr).named(DAEMONJOB_CONTROLLER_NAME).for_(DAEMONJOB_GVK) \
+            .owns(JOB_GVK) \
+            .watches(NODE_GVK, EnqueueRequestsFromMapFunc(self.unfinished_daemonjobs),
+                     predicates=[Funcs(update=node_changed)]) \
+            .complete(self)
+
+
+async def setup_controllers(mgr: Manager) -> DaemonJobReconciler:
+    """Register the index and the controller with ``mgr``; returns the reconciler."""
+    await setup_indexes(mgr.get_cache())
+    client = mgr.get_client()
+    reconciler = DaemonJobReconciler(client, client, mgr.get_event_recorder_for(
+        DAEMONJOB_CONTROLLER_NAME), clock=mgr.clock)
+    reconciler.setup_with_manager(mgr)
+    return reconciler

@@ -1,0 +1,166 @@
+"""Wiring the DaemonJob integration into a manager and a webhook server.
+
+Two ways to run it:
+
+- standalone (no Kueue): :func:`setup` with ``kueue=None`` registers the DaemonJob
+  controller and the plain defaulting and validating webhooks; a DaemonJob then starts
+  as soon as it is created (unless ``spec.suspend`` is set);
+- as a Kueue *external framework* (``integrations.externalFrameworks:
+  ["DaemonJob.v1alpha1.api.practice.com"]`` in Kueue's configuration): pass
+  ``kueue=ReconcilerOptions(...)``; the generic job reconciler then creates and follows
+  each DaemonJob's Workload, and the webhook becomes Kueue's base webhook (which suspends
+  queued DaemonJobs) with the DaemonJob defaulting and rules added. :data:`CALLBACKS` /
+  :func:`register` offer the same to an
+  :class:`~jobframework.integrations.IntegrationManager`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import attrs
+
+from jobframework.base_webhook import BaseWebhook, setup_base_webhook
+from jobframework.constants import QUEUE_LABEL
+from jobframework.indexer import setup_workload_owner_index
+from jobframework.integrations import (
+    IntegrationCallbacks,
+    IntegrationManager,
+    register_integration_once,
+)
+from jobframework.reconciler import (
+    GenericReconciler,
+    ReconcilerOptions,
+    new_generic_reconciler_factory,
+)
+from jobframework.runtime.manager import Manager
+from jobframework.runtime.objects import Object
+from jobframework.webhook import (
+    AdmissionRequest,
+    ValidationError,
+    Warnings,
+    WebhookBuilder,
+    WebhookServer,
+)
+
+from .api import DAEMONJOB_GVK
+from .controller import DaemonJobReconciler, setup_controllers
+from .job import DaemonJobJob
+from .webhook import DaemonJobWebhook, default_daemonjob, eligible_node_errors
+
+#: The name Kueue's configuration uses for this kind in ``integrations.externalFrameworks``.
+FRAMEWORK_NAME: Final = f"{DAEMONJOB_GVK.kind}.{DAEMONJOB_GVK.version}.{DAEMONJOB_GVK.group}"
+#: The reporting controller of the Kueue-side events.
+KUEUE_CONTROLLER_NAME: Final = "daemonjob-kueue-controller"
+
+
+@attrs.frozen
+class DaemonJobSetup:
+    """What :func:`setup` registered."""
+
+    daemonjob_reconciler: DaemonJobReconciler
+    kueue_reconciler: GenericReconciler | None = None
+    webhook_paths: tuple[str, ...] = ()
+
+
+class DaemonJobKueueWebhook(BaseWebhook):
+    """Kueue's base webhook for DaemonJobs: queue and suspend defaulting and Kueue's rules,
+    plus the DaemonJob defaulting and rules (through the adapter's custom validation) and
+    the create-time eligible-node check."""
+
+    def __init__(self, client: Any, **options: Any) -> None:
+        super().__init__(DaemonJobJob, client, **options)
+
+    async def default(self, obj: Object, request: AdmissionRequest | None = None) -> None:
+        """Kueue's defaults, then the restart policy."""
+        await super().default(obj, request)
+        default_daemonjob(obj)
+
+    async def validate_create(
+        self, obj: Object, request: AdmissionRequest | None = None
+    ) -> Warnings:
+        """Kueue's and the DaemonJob's create rules, then the eligible-node check."""
+        await super().validate_create(obj, request)
+        if self.client is not None:
+            errs = await eligible_node_errors(self.client, obj)
+            if errs:
+                raise ValidationError(errs)
+        return None
+
+
+def setup_webhooks(server: WebhookServer, client: Any = None) -> list[str]:
+    """Serve the standalone DaemonJob defaulter and validator; returns the paths."""
+    webhook = DaemonJobWebhook(client)
+    return WebhookBuilder(server).for_(DAEMONJOB_GVK).with_defaulter(webhook) \
+        .with_validator(webhook).complete()
+
+
+def setup_kueue_webhook(server: WebhookServer, client: Any = None, **options: Any) -> list[str]:
+    """Serve the Kueue DaemonJob webhook (mutating and validating)."""
+    return setup_base_webhook(server, DAEMONJOB_GVK, DaemonJobKueueWebhook(client, **options))
+
+
+def probe_object(namespace: str) -> Object:
+    """A minimal queued DaemonJob; Kueue's mutating webhook must return it suspended.
+
+    It excludes nothing and selects every node, so a dry run passes the eligible-node
+    check on any cluster with a Ready node.
+    """
+    return {
+        "apiVersion": DAEMONJOB_GVK.api_version, "kind": DAEMONJOB_GVK.kind,
+        "metadata": {"name": "kueue-jobframework-webhook-probe", "namespace": namespace,
+                     "labels": {QUEUE_LABEL: "probe"}},
+        "spec": {"template": {"spec": {
+            "restartPolicy": "Never",
+            "tolerations": [{"operator": "Exists"}],
+            "containers": [{"name": "c", "image": "probe"}]}}},
+    }
+
+
+async def setup_indexes(indexer: Any) -> None:
+    """The Workload owner index for DaemonJobs (the generic reconciler's lookup)."""
+    await setup_workload_owner_index(indexer, DAEMONJOB_GVK)
+
+
+#: The integration as an external framework registers it.
+CALLBACKS: Final = IntegrationCallbacks(
+    new_job=DaemonJobJob,
+    new_reconciler=new_generic_reconciler_factory(DaemonJobJob),
+    setup_webhook=setup_kueue_webhook,
+    job_type=DAEMONJOB_GVK,
+    setup_indexes=setup_indexes,
+)
+
+
+def register(manager: IntegrationManager | None = None) -> None:
+    """Register the framework with ``manager`` (default: the process-wide one), once."""
+    register_integration_once(FRAMEWORK_NAME, CALLBACKS, manager=manager)
+
+
+async def setup(
+    mgr: Manager,
+    *,
+    webhook_server: WebhookServer | None = None,
+    kueue: ReconcilerOptions | None = None,
+) -> DaemonJobSetup:
+    """Register the index and the DaemonJob controller and the webhooks; with ``kueue``
+    options also the generic reconciler that queues DaemonJobs in Kueue."""
+    reconciler = await setup_controllers(mgr)
+    kueue_reconciler: GenericReconciler | None = None
+    paths: list[str] = []
+    if kueue is not None:
+        await setup_indexes(mgr.get_cache())
+        factory = new_generic_reconciler_factory(DaemonJobJob)
+        kueue_reconciler = factory(mgr.get_client(), mgr.get_cache(),
+                                   mgr.get_event_recorder_for(KUEUE_CONTROLLER_NAME), kueue)
+        kueue_reconciler.setup_with_manager(mgr)
+        if webhook_server is not None:
+            paths = setup_kueue_webhook(
+                webhook_server, mgr.get_client(),
+                integration_manager=kueue.integration_manager,
+                manage_jobs_without_queue_name=kueue.manage_jobs_without_queue_name,
+                managed_jobs_namespace_selector=kueue.managed_jobs_namespace_selector,
+                features=kueue.features)
+    elif webhook_server is not None:
+        paths = setup_webhooks(webhook_server, mgr.get_client())
+    return DaemonJobSetup(reconciler, kueue_reconciler, tuple(paths))

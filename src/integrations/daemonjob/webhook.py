@@ -1,0 +1,224 @@
+"""The DaemonJob webhook: defaulting and validation.
+
+Defaulting: ``spec.template.spec.restartPolicy`` becomes ``Never`` when unset (a Job
+needs ``Never`` or ``OnFailure``; the original operator forced ``Never`` even over an
+explicit ``OnFailure``, which is kept here).
+
+A DaemonJob is rejected, with apimachinery's field-error messages, when:
+
+- its name is longer than 63 characters (it is the value of the
+  ``daemonjob.api.practice.com/name`` label on its Jobs and pods);
+- ``spec.template.spec.containers`` is empty;
+- ``spec.template.spec.restartPolicy`` is not ``Never`` or ``OnFailure``;
+- ``spec.excludeNodeList`` has an empty entry (``a,,b``) or an entry that is not a node
+  name (a DNS-1123 subdomain: ``node 1`` is refused, where the original silently read
+  ``node1``);
+- ``spec.failurePolicy`` is not ``FailFast`` or ``Continue``;
+- ``spec.globalParams.nodeName`` is set (each Job is pinned to its own node), or the
+  global labels set the labels this integration puts on its Jobs;
+- ``spec.selector`` or ``spec.manualSelector`` is set (each node's Job gets its own);
+- the template's required node affinity selects nothing (no term, or a term without
+  requirements);
+- on create, when the webhook can list Nodes, none is eligible (the message counts the
+  nodes ruled out by each rule);
+- on update, anything in ``spec`` but ``suspend`` changes once the DaemonJob has started
+  (it is not suspended, it has fixed its nodes, or it has Jobs).
+
+The checks are functions (:func:`validate_daemonjob`, :func:`validate_daemonjob_update`)
+so the Kueue adapter reuses them through ``JobWithCustomValidation``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jobframework import field
+from jobframework.field import OMIT_VALUE, ErrorList, Path
+from jobframework.runtime.client import Reader
+from jobframework.runtime.objects import Object, annotations_of, name_of
+from jobframework.validation import is_dns1123_subdomain
+from jobframework.webhook import AdmissionRequest, ValidationError, Warnings
+
+from .api import (
+    DAEMONJOB_NAME_LABEL,
+    FORBIDDEN_JOB_FIELDS,
+    NODE_GVK,
+    NODE_LABEL,
+    NODES_ANNOTATION,
+    DaemonJobSpec,
+    FailurePolicy,
+    parse_exclude_list,
+)
+from .nodes import eligible_nodes, required_terms
+
+_SPEC = Path.new("spec")
+_POD_SPEC = _SPEC.child("template", "spec")
+_RESTART_POLICIES = ("Never", "OnFailure")
+#: Longest DaemonJob name: it is a label value on its Jobs.
+MAX_NAME_LENGTH = 63
+
+
+def default_daemonjob(obj: Object) -> None:
+    """Default ``spec.template.spec.restartPolicy`` to ``Never`` (in place)."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    tpl = spec.setdefault("template", {})
+    if not isinstance(tpl, dict):
+        return
+    pod = tpl.setdefault("spec", {})
+    if isinstance(pod, dict) and not pod.get("restartPolicy"):
+        pod["restartPolicy"] = "Never"
+
+
+def _validate_exclude_list(value: Any) -> ErrorList:
+    errs = ErrorList()
+    path = _SPEC.child("excludeNodeList")
+    if value is None:
+        return errs
+    if not isinstance(value, str):
+        errs.append(field.invalid(path, value, "must be a comma-separated string of node "
+                                  "names"))
+        return errs
+    for i, entry in enumerate(parse_exclude_list(value)):
+        if not entry:
+            errs.append(field.invalid(path, value, f"entry {i + 1} is empty"))
+            continue
+        msgs = is_dns1123_subdomain(entry)
+        if msgs:
+            errs.append(field.invalid(path, value, f"entry {i + 1} ({field.go_quote(entry)}) "
+                                      "is not a node name: " + "; ".join(msgs)))
+    return errs
+
+
+def validate_daemonjob(dj: Object) -> ErrorList:
+    """Every create-time rule (see the module docstring) for ``dj``."""
+    errs = ErrorList()
+    raw = dj.get("spec") or {}
+    spec = DaemonJobSpec.of(dj)
+    name = name_of(dj)
+    if len(name) > MAX_NAME_LENGTH:
+        errs.append(field.too_long(Path.new("metadata", "name"), name, MAX_NAME_LENGTH))
+    pod = ((raw.get("template") or {}).get("spec") or {})
+    if not pod.get("containers"):
+        errs.append(field.required(_POD_SPEC.child("containers"),
+                                   "a node's Job needs at least one container"))
+    policy = pod.get("restartPolicy")
+    if policy and policy not in _RESTART_POLICIES:
+        errs.append(field.not_supported(_POD_SPEC.child("restartPolicy"), policy,
+                                        list(_RESTART_POLICIES)))
+    errs.extend(_validate_exclude_list(raw.get("excludeNodeList")))
+    failure_policy = raw.get("failurePolicy")
+    if failure_policy is not None and failure_policy not in set(FailurePolicy):
+        errs.append(field.not_supported(_SPEC.child("failurePolicy"), failure_policy,
+                                        [p.value for p in FailurePolicy]))
+    if spec.global_params.node_name:
+        errs.append(field.forbidden(_SPEC.child("globalParams", "nodeName"),
+                                    "a DaemonJob pins each Job to its own node"))
+    for key in (DAEMONJOB_NAME_LABEL, NODE_LABEL):
+        if key in spec.global_params.labels:
+            errs.append(field.forbidden(_SPEC.child("globalParams", "labels").key(key),
+                                        "this label is set by the DaemonJob controller on "
+                                        "its Jobs"))
+    for key, why in FORBIDDEN_JOB_FIELDS.items():
+        if raw.get(key) is not None:
+            errs.append(field.forbidden(_SPEC.child(key), why))
+    terms = required_terms(pod)
+    path = _POD_SPEC.child("affinity", "nodeAffinity",
+                           "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms")
+    if terms is not None:
+        if not terms:
+            errs.append(field.required(path, "an empty list of terms selects no node"))
+        for i, term in enumerate(terms):
+            if not (term.get("matchExpressions") or term.get("matchFields")):
+                errs.append(field.invalid(path.index_(i), OMIT_VALUE,
+                                          "a term without requirements selects no node"))
+    return errs
+
+
+def has_started(dj: Object) -> bool:
+    """Whether the DaemonJob's spec is fixed: it is not suspended, it has fixed its nodes,
+    or it has Jobs."""
+    if not DaemonJobSpec.of(dj).suspend or NODES_ANNOTATION in annotations_of(dj):
+        return True
+    return bool((dj.get("status") or {}).get("jobStatusList"))
+
+
+def validate_daemonjob_update(old: Object, new: Object) -> ErrorList:
+    """:func:`validate_daemonjob` on ``new``, plus: only ``suspend`` may change once ``old``
+    started."""
+    errs = validate_daemonjob(new)
+    if has_started(old):
+        old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+        keys = sorted((set(old_spec) | set(new_spec)) - {"suspend"})
+        for key in keys:
+            if (old_spec.get(key) or None) != (new_spec.get(key) or None):
+                errs.append(field.forbidden(
+                    _SPEC.child(key), "may not be changed once the DaemonJob has started "
+                    "(it is not suspended, or it has fixed its nodes or has Jobs)"))
+    return errs
+
+
+async def eligible_node_errors(reader: Reader, dj: Object) -> ErrorList:
+    """An error when no node is eligible for ``dj`` now (none when nodes cannot be listed:
+    the controller then reports it in the ``NoEligibleNodes`` condition)."""
+    try:
+        nodes = (await reader.list(NODE_GVK)).items
+    except Exception:
+        return ErrorList()
+    spec = DaemonJobSpec.of(dj)
+    pod_spec = (spec.job_spec.get("template") or {}).get("spec") or {}
+    found = eligible_nodes(nodes, pod_spec, spec.exclude_nodes)
+    if found.eligible:
+        return ErrorList()
+    return ErrorList([field.invalid(_SPEC, OMIT_VALUE,
+                                    "no node is eligible, " + found.summary())])
+
+
+def _raise(errs: ErrorList) -> None:
+    if errs:
+        raise ValidationError(errs)
+
+
+class DaemonJobWebhook:
+    """The standalone DaemonJob defaulter and validator (no Kueue).
+
+    Args:
+        reader: lists Nodes for the create-time eligibility check (None: no check).
+    """
+
+    def __init__(self, reader: Reader | None = None) -> None:
+        self.reader = reader
+
+    async def default(self, obj: dict[str, Any], request: AdmissionRequest | None = None) -> None:
+        """Default the restart policy."""
+        default_daemonjob(obj)
+
+    async def validate_create(self, obj: dict[str, Any], request: AdmissionRequest) -> Warnings:
+        """Reject a DaemonJob breaking a create rule."""
+        errs = validate_daemonjob(obj)
+        if not errs and self.reader is not None:
+            errs = await eligible_node_errors(self.reader, obj)
+        _raise(errs)
+        return None
+
+    async def validate_update(
+        self, old: dict[str, Any], new: dict[str, Any], request: AdmissionRequest
+    ) -> Warnings:
+        """Reject an invalid DaemonJob or a change to a started one."""
+        _raise(validate_daemonjob_update(old, new))
+        return None
+
+    async def validate_delete(self, obj: dict[str, Any], request: AdmissionRequest) -> Warnings:
+        """Deletion is always allowed."""
+        return None
+
+
+__all__ = [
+    "DaemonJobWebhook",
+    "default_daemonjob",
+    "eligible_node_errors",
+    "has_started",
+    "validate_daemonjob",
+    "validate_daemonjob_update",
+]
