@@ -120,6 +120,13 @@ async def test_demo_core_loop_runs_the_seed_samples_through_real_kueue(
         assert "JOBFLOW" in result.table and "pipeline-b" in result.table
         assert any("admitted by ClusterQueue cluster-queue" in line for line in lines)
         assert any("reclaimable pods" in line for line in lines)
+        # The DaemonJob samples: the seed's on every node, the flavor one on the nodes of
+        # the flavor Kueue admitted it into.
+        others = {r.label: r for r in result.others}
+        for label in ("DaemonJob/daemonjob-example", "DaemonJob/daemonjob-flavor-example"):
+            assert others[label].state == "Succeed", others[label]
+        assert others["DaemonJob/daemonjob-flavor-example"].flavors in ("on-demand", "spot")
+        assert any("outside the admitted flavor" in line for line in lines)
 
         nodes = set()
         for file, name in result.created.items():
@@ -158,6 +165,13 @@ async def test_demo_core_loop_runs_the_seed_samples_through_real_kueue(
     finally:
         for name in result.created.values():
             await delete(client, JOBFLOW_GVK, name)
+        kinds = {"DaemonJob": GVK("api.practice.com", "v1alpha1", "DaemonJob"),
+                 "AppWrapper": GVK("workload.codeflare.dev", "v1beta2", "AppWrapper")}
+        # AppWrappers carry our finalizer: a manager must run while they go.
+        async with ExternalFrameworkManager(client):
+            for other in result.others:
+                kind, _, other_name = other.label.partition("/")
+                await delete(client, kinds[kind], other_name)
         for name in ("job1-template", "job2-template"):
             await delete(client, JOBTEMPLATE_GVK, name)
         await delete(client, GVK("", "v1", "PersistentVolumeClaim"), "mylocalpvc")

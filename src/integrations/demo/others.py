@@ -39,13 +39,14 @@ def _dj_state(obj: Object) -> str:
 
 
 def _dj_detail(obj: Object) -> str:
-    jobs = _status(obj).get("jobStatusList") or {}
-    if not jobs:
+    status = _status(obj)
+    if not status.get("desired"):
         return ""
-    done = sum(1 for v in jobs.values()
-               if str((v or {}).get("phase") if isinstance(v, dict) else v)
-               in ("Succeeded", "Succeed", "Complete", "Completed"))
-    return f"{done}/{len(jobs)} node Jobs complete"
+    parts = [f"{status.get('succeeded', 0)}/{status['desired']} node Jobs complete"]
+    outside = sum(1 for n in status.get("nodes") or [] if n.get("phase") == "OutsideFlavor")
+    if outside:
+        parts.append(f"{outside} outside the admitted flavor")
+    return ", ".join(parts)
 
 
 def _aw_phase(obj: Object) -> str:
