@@ -138,7 +138,10 @@ class DaemonJobJob(GenericJob):
         spec = DaemonJobSpec.of(self.obj)
         nodes = self.run_nodes() or []
         want = len(nodes) * pods_per_node(spec)
-        if info.count != want:
+        # Once the run is fixed, Kueue (re)admits the Workload's count less its reclaimable
+        # pods (the nodes already done), so only the first start must match exactly.
+        fixed = frozen_nodes(self.obj) is not None
+        if info.count > want or (info.count != want and not fixed):
             raise NodesChangedError(f"admitted {info.count} pods but the run has {want} "
                                     f"({len(nodes)} nodes)")
         info_fits(render_job_spec(spec, name_of(self.obj))["template"], info)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import enum
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -80,11 +81,16 @@ def untolerated_taint(
     return None
 
 
+#: What Go's ``strconv.ParseInt(s, 10, 64)`` accepts (Python's ``int`` also takes blanks
+#: and ``_`` separators, which a label value may contain).
+_DECIMAL = re.compile(r"[+-]?[0-9]+")
+
+
 def _int(value: str) -> int | None:
-    try:
-        return int(value)
-    except ValueError:
+    if not _DECIMAL.fullmatch(value):
         return None
+    n = int(value)
+    return n if -(2**63) <= n < 2**63 else None
 
 
 def requirement_matches(req: Mapping[str, Any], value: str | None) -> bool:
