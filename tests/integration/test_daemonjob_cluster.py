@@ -30,7 +30,7 @@ from integrations.daemonjob import (
 from integrations.manager import ExternalFrameworkManager
 from jobframework.runtime.client.rest import RestClient
 from jobframework.runtime.errors import ApiError
-from jobframework.runtime.objects import Object
+from jobframework.runtime.objects import GVK, Object
 from jobframework.testing.cluster import COMPLETE_DELAY_ANNOTATION
 
 from .helpers import (
@@ -337,3 +337,79 @@ async def _admitted(client: RestClient, owner: Object) -> Object | None:
 async def _state_is(client: RestClient, name: str, state: str) -> bool:
     return state_of(await get_dj(client, name)) == state
 
+
+
+async def _kwok_node(client: RestClient, name: str, labels: dict[str, str]) -> None:
+    """A kwok node (the local cluster's kwok reports it Ready), waited for."""
+    resources = {"cpu": "8", "memory": "32Gi", "pods": "110"}
+    await client.create({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "annotations": {"kwok.x-k8s.io/node": "fake",
+                                                   "node.alpha.kubernetes.io/ttl": "0"},
+                     "labels": {"type": "kwok", "kubernetes.io/hostname": name, **labels}},
+        "spec": {}})
+    await client.patch(NODE_GVK, name, {"status": {"capacity": resources,
+                                                   "allocatable": resources}},
+                       subresource="status")
+    await eventually(f"node {name} Ready", lambda: _node_ready(client, name), 60)
+
+
+async def _node_ready(client: RestClient, name: str) -> bool:
+    return name in await ready_nodes(client)
+
+
+async def test_nodes_joining_or_leaving_a_running_daemonjob(
+        client: RestClient, manager: ExternalFrameworkManager, cleanup: Cleanup) -> None:
+    """The run's nodes are fixed when it starts: a node that joins later gets no Job; a
+    node of the run that is deleted loses its unfinished Job and is not waited for."""
+    del manager
+    suffix = uuid.uuid4().hex[:6]
+    group = {"dj-test": suffix}
+    # The queue's flavor is on-demand: the nodes carry its label, or they would be outside
+    # the admitted flavor.
+    labels = {**group, FLAVOR_LABEL: "on-demand"}
+    stays, leaves, joins = (f"dj-{suffix}-stays", f"dj-{suffix}-leaves", f"dj-{suffix}-joins")
+    for node in (stays, leaves):
+        await _kwok_node(client, node, labels)
+        cleanup.append((NODE_GVK, node, None))
+    queue = await own_queue(client, cleanup, "dj-nodes", cpu="4")
+    name = f"dj-nodes-{suffix}"
+    spec = daemonjob(name, queue.name, flavor=None, cpu="0", run="15s")
+    spec["spec"]["template"]["spec"]["nodeSelector"] = group
+    dj = await client.create(spec)
+    cleanup.insert(0, (DAEMONJOB_GVK, name, NS))
+
+    async def running() -> dict[str, Object] | None:
+        current = await get_dj(client, name)
+        return await children(client, name) \
+            if set(node_phases(current).values()) == {"Running"} else None
+
+    jobs = await eventually("both node Jobs running", running)
+    assert set(jobs) == {stays, leaves}
+    fixed = (await get_dj(client, name))["metadata"]["annotations"][NODES_ANNOTATION]
+    assert fixed == f'["{leaves}", "{stays}"]'
+
+    await _kwok_node(client, joins, labels)
+    cleanup.append((NODE_GVK, joins, None))
+    await client.delete(NODE_GVK, leaves)
+
+    async def leaver_gone() -> Object | None:
+        current = await get_dj(client, name)
+        gone = node_phases(current).get(leaves) == "NodeDeleted"
+        job = await get_or_none(client, JOB_GVK, jobs[leaves]["metadata"]["name"])
+        return current if gone and job is None else None
+
+    current = await eventually("the deleted node's Job deleted", leaver_gone)
+    assert set(node_phases(current)) == {stays, leaves}
+    await eventually("the DaemonJob Succeed", lambda: _state_is(client, name, "Succeed"))
+    done = await get_dj(client, name)
+    assert node_phases(done) == {stays: "Succeeded", leaves: "NodeDeleted"}
+    # The node that joined after the start never got a Job; the Workload still counts the
+    # two nodes admitted, and the deleted one's pod was given back.
+    assert set(await children(client, name)) == {stays}
+    wl = await workload_of(client, dj)
+    assert wl["spec"]["podSets"][0]["count"] == 2
+    assert is_true(wl, "Finished")
+    events = (await client.list(GVK("events.k8s.io", "v1", "Event"), namespace=NS)).items
+    assert any(e.get("reason") == "DeletedJob" and leaves in (e.get("note") or "")
+               and (e.get("regarding") or {}).get("name") == name for e in events)
