@@ -57,6 +57,7 @@ HASH_LENGTH: Final = 10
 FORBIDDEN_JOB_FIELDS: Final = {
     "selector": "each node's Job gets its own generated selector",
     "manualSelector": "each node's Job gets its own generated selector",
+    "managedBy": "the node Jobs are run by this cluster's Job controller",
 }
 
 

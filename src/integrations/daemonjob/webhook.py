@@ -16,7 +16,8 @@ A DaemonJob is rejected, with apimachinery's field-error messages, when:
 - ``spec.failurePolicy`` is not ``FailFast`` or ``Continue``;
 - ``spec.globalParams.nodeName`` is set (each Job is pinned to its own node), or the
   global labels set the labels this integration puts on its Jobs;
-- ``spec.selector`` or ``spec.manualSelector`` is set (each node's Job gets its own);
+- ``spec.selector`` or ``spec.manualSelector`` is set (each node's Job gets its own), or
+  ``spec.managedBy`` (the node Jobs are run by this cluster's Job controller);
 - the template's required node affinity selects nothing (no term, or a term without
   requirements);
 - on create, when the webhook can list Nodes, none is eligible (the message counts the

@@ -115,9 +115,12 @@ async def test_unknown_fields_are_pruned_outside_the_embedded_types(
                        "operator": "In", "values": [42]}}]},
                    pod={"futureField": {"x": 1}})
     dj["kindd"] = "typo"
+    # A misspelt JobSpec field at spec level is pruned, not copied into every node Job.
+    dj["spec"]["paralelism"] = 3
     dj["spec"]["template"]["metadata"] = {"labels": {"x": "y"}}
     created = await api.create(dj)
     assert "kindd" not in created
+    assert "paralelism" not in created["spec"]
     assert created["spec"]["globalParams"] == {"env": [{"name": "A", "value": "1"}],
                                                "labels": {"a": "b"}}
     # The embedded pod template and the inlined JobSpec fields are kept as written.

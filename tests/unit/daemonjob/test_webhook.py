@@ -121,6 +121,11 @@ def test_global_node_name_and_reserved_labels() -> None:
     ]
 
 
+def test_managed_by_forbidden() -> None:
+    assert messages(daemonjob(managedBy="kueue.x-k8s.io/multikueue")) == [
+        "spec.managedBy: Forbidden: the node Jobs are run by this cluster's Job controller"]
+
+
 def test_selector_fields_forbidden() -> None:
     assert messages(daemonjob(selector={"matchLabels": {"a": "b"}}, manualSelector=True)) == [
         "spec.selector: Forbidden: each node's Job gets its own generated selector",
