@@ -51,6 +51,17 @@ class _Watch:
     predicates: tuple[Predicate, ...]
 
 
+def group_kind_key(gvk: GVK) -> str:
+    """controller-runtime's ``GroupKind.String()``: ``Kind.group``, or ``Kind`` for core."""
+    return f"{gvk.kind}.{gvk.group}" if gvk.group else gvk.kind
+
+
+def group_kind_concurrency(manager: Manager, gvk: GVK) -> int:
+    """The manager's default worker count for controllers of ``gvk`` (1 when unset)."""
+    table = getattr(manager, "group_kind_concurrency", None) or {}
+    return int(table.get(group_kind_key(gvk), 1))
+
+
 class ControllerBuilder:
     """Builds a :class:`~jobframework.runtime.controller.Controller` on a manager."""
 
@@ -62,7 +73,7 @@ class ControllerBuilder:
         self._watches: list[_Watch] = []
         self._raw_sources: list[Source] = []
         self._global_predicates: list[Predicate] = []
-        self._max_concurrent_reconciles = 1
+        self._max_concurrent_reconciles: int | None = None
         self._rate_limiter: RateLimiter[Request] | None = None
         self._need_leader_election: bool | None = None
         self._cache_sync_timeout: float | None = None
@@ -115,7 +126,11 @@ class ControllerBuilder:
         need_leader_election: bool | None = None,
         cache_sync_timeout: float | None = None,
     ) -> ControllerBuilder:
-        """Controller options (see :class:`~jobframework.runtime.controller.Controller`)."""
+        """Controller options (see :class:`~jobframework.runtime.controller.Controller`).
+
+        Without ``max_concurrent_reconciles`` the manager's ``group_kind_concurrency`` for
+        the ``for_`` kind applies (1 when it has none), as in controller-runtime.
+        """
         if max_concurrent_reconciles is not None:
             self._max_concurrent_reconciles = max_concurrent_reconciles
         if rate_limiter is not None:
@@ -137,10 +152,13 @@ class ControllerBuilder:
             raise BuilderError("name the controller with named() when it has no for_()")
         mgr = self._manager
         mgr.register_controller_name(name)
+        workers = self._max_concurrent_reconciles
+        if workers is None:
+            workers = group_kind_concurrency(mgr, self._for.gvk) if self._for else 1
         ctrl = Controller(
             name,
             reconciler,
-            max_concurrent_reconciles=self._max_concurrent_reconciles,
+            max_concurrent_reconciles=workers,
             rate_limiter=self._rate_limiter,
             clock=mgr.clock,
             metrics=mgr.get_metrics(),

@@ -278,8 +278,13 @@ class Manager:
         event_recorder_factory: Callable[[str], EventRecorder] | None = None,
         graceful_shutdown_timeout: float = 30.0,
         cache_sync_timeout: float = 120.0,
+        group_kind_concurrency: Mapping[str, int] | None = None,
     ) -> None:
         self.clock: Clock = clock or RealClock()
+        #: Default worker count of a controller by the ``Kind.group`` it reconciles
+        #: (``"Job.batch"``, ``"Pod"``), as controller-runtime's
+        #: ``controller.groupKindConcurrency``; a builder's explicit option wins.
+        self.group_kind_concurrency: Mapping[str, int] = dict(group_kind_concurrency or {})
         self.api_client = client
         self.cache = cache or Cache(client, clock=self.clock, **dict(cache_options or {}))
         self.client = CachedClient(client, self.cache, uncached=uncached)

@@ -415,3 +415,16 @@ async def test_graceful_shutdown_timeout_bounds_a_stuck_runnable(server: APIServ
     await asyncio.wait_for(task, 2)
     release.set()
     await settle()
+
+
+def test_group_kind_concurrency_sets_the_default_worker_count(server: APIServer) -> None:
+    # controller-runtime's controller.groupKindConcurrency: keyed Kind.group ("Pod" for
+    # the core group), used when the builder names no count; an explicit option wins.
+    mgr = Manager(server.client(), group_kind_concurrency={"Job.batch": 5, "Pod": 3})
+    jobs = ControllerBuilder(mgr).named("jobs").for_(JOB).build(ScriptedReconciler())
+    pods = ControllerBuilder(mgr).named("pods").for_(POD).build(ScriptedReconciler())
+    explicit = ControllerBuilder(mgr).named("explicit").for_(JOB) \
+        .with_options(max_concurrent_reconciles=2).build(ScriptedReconciler())
+    other = ControllerBuilder(mgr).named("leases").for_(LEASE_GVK).build(ScriptedReconciler())
+    assert (jobs.max_concurrent_reconciles, pods.max_concurrent_reconciles,
+            explicit.max_concurrent_reconciles, other.max_concurrent_reconciles) == (5, 3, 2, 1)
