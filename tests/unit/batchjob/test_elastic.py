@@ -50,6 +50,8 @@ def slice_name(generation: int = 1) -> str:
 async def test_50_51_slice_priority(case: str, label: str, error: bool,
                                     want: tuple[str, int]) -> None:
     # Main records WorkloadPriorityClassNotFound; v0.19.2 does not.
+    # Ports Kueue v0.19.2 TestReconciler/"the workload slice is left alone when the class does not
+    # exist", "the workload slice is updated when priority class has changed for suspended job".
     w = await world(features=FeatureGates(version=KueueVersion.MAIN))
     job = await w.create_job(elastic_job(label))
     await w.create_workload(with_wpc(base_wl("job", reserved=False)), owner=job)
@@ -67,6 +69,8 @@ async def test_50_51_slice_priority(case: str, label: str, error: bool,
 
 
 async def test_52_slice_takes_count_and_class_change() -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"the workload slice takes both a count and a priority class
+    # change".
     w = await world()
     job = await w.create_job(elastic_job("test-wpc-high"))
     await w.create_workload(with_wpc(base_wl("job", count=5, reserved=False)), owner=job)
@@ -80,6 +84,8 @@ async def test_52_slice_takes_count_and_class_change() -> None:
 
 
 async def test_53_slice_and_retained_admitted_slice_follow_the_label() -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"the workload slice and its retained admitted slice both
+    # follow the label".
     w = await world()
     job = await w.create_job(elastic_job("test-wpc-high"))
     await w.create_workload(with_wpc(base_wl("admitted")), owner=job)
@@ -101,6 +107,8 @@ async def test_53_slice_and_retained_admitted_slice_follow_the_label() -> None:
 
 
 async def test_54_scale_up_of_an_admitted_slice_creates_a_replacement() -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"the admitted slice follows the label when a scale-up
+    # replaces it".
     w = await world()
     job = await w.create_job(elastic_job("test-wpc-high"))
     await w.create_workload(with_wpc(base_wl("admitted", count=5)), owner=job)
@@ -124,6 +132,8 @@ async def test_54_scale_up_of_an_admitted_slice_creates_a_replacement() -> None:
 
 
 async def test_55_reserved_slice_without_class_is_left_alone() -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"a workload slice that reserved quota with no priority
+    # class is left alone".
     w = await world()
     job = await w.create_job(elastic_job("test-wpc-high"))
     created = await w.create_workload(base_wl("job"), owner=job)
@@ -136,6 +146,11 @@ async def test_55_reserved_slice_without_class_is_left_alone() -> None:
 @pytest.mark.parametrize(("gate", "annotated", "elastic_name"), [
     (False, False, False), (False, True, False), (True, False, False), (True, True, True)])
 async def test_r1_r4_workload_names(gate: bool, annotated: bool, elastic_name: bool) -> None:
+    # Ports Kueue v0.19.2 TestReconcileGenericJob/"handle job with no workload
+    # (elasticJobsViaWorkloadSlicesEnabled = false)", "handle job with no workload
+    # (elasticJobsViaWorkloadSlicesEnabled = false and elastic job annotation)", "handle job with no
+    # workload (elasticJobsViaWorkloadSlicesEnabled = true)", "handle job with no workload
+    # (elasticJobsViaWorkloadSlicesEnabled = true and elastic job annotation)".
     w = await world(features=FeatureGates(ElasticJobsViaWorkloadSlices=gate))
     job = elastic_job() if annotated else base_job()
     job = await w.create_job(job)
@@ -152,6 +167,8 @@ async def test_r1_r4_workload_names(gate: bool, annotated: bool, elastic_name: b
 
 
 async def test_r5_slice_with_other_pod_sets_is_updated_in_place() -> None:
+    # Ports Kueue v0.19.2 TestReconcileGenericJob/"update workload to match job (one existing
+    # workload)".
     w = await world()
     job = await w.create_job(elastic_job())
     await w.create_workload(base_wl("job-1", reserved=False, pod_sets=[pod_set(2, name="old")]),

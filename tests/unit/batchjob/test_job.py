@@ -38,10 +38,17 @@ def job(parallelism: int | None = None, completions: int | None = None,
 ])
 async def test_j1_j9_pods_ready(p: int, comp: int | None, status: dict[str, Any],
                                 want: bool) -> None:
+    # Ports Kueue v0.19.2 TestPodsReady/"parallelism = completions; no progress", "parallelism =
+    # completions; not enough progress", "parallelism = completions; all ready", "parallelism =
+    # completions; some ready, some succeeded", "parallelism = completions; all succeeded",
+    # "parallelism < completions; reaching parallelism is enough", "parallelism > completions;
+    # reaching completions is enough", "parallelism specified only; not enough progress",
+    # "parallelism specified only; all ready".
     assert await BatchJob(job(p, comp, status)).pods_ready(None) is want  # type: ignore[arg-type]
 
 
 async def test_j10_append_then_restore() -> None:
+    # Ports Kueue v0.19.2 TestPodSetsInfo/"append".
     obj = job(1)
     obj["spec"]["suspend"] = True
     obj["spec"]["template"]["spec"]["nodeSelector"] = {"orig-key": "orig-val"}
@@ -65,6 +72,7 @@ async def test_j10_append_then_restore() -> None:
 
 
 async def test_j11_conflicting_update_is_permanent() -> None:
+    # Ports Kueue v0.19.2 TestPodSetsInfo/"update".
     obj = job(1)
     obj["spec"]["template"]["spec"]["nodeSelector"] = {"orig-key": "orig-val"}
     j = BatchJob(obj)
@@ -76,6 +84,7 @@ async def test_j11_conflicting_update_is_permanent() -> None:
 
 
 async def test_j13_partial_admission_parallelism() -> None:
+    # Ports Kueue v0.19.2 TestPodSetsInfo/"parallelism".
     obj = job(5)
     obj["metadata"]["annotations"] = {c.JOB_MIN_PARALLELISM_ANNOTATION: "2"}
     original = copy.deepcopy(obj)
@@ -88,6 +97,7 @@ async def test_j13_partial_admission_parallelism() -> None:
 
 
 async def test_j14_no_info_on_run() -> None:
+    # Ports Kueue v0.19.2 TestPodSetsInfo/"noInfoOnRun".
     obj = job(5)
     obj["metadata"]["annotations"] = {c.JOB_MIN_PARALLELISM_ANNOTATION: "2"}
     with pytest.raises(InvalidPodsetInfoError,
@@ -120,6 +130,12 @@ async def test_j14_no_info_on_run() -> None:
 ])
 async def test_j15_j24_pod_sets(tas: bool, annotations: dict[str, str], min_par: str | None,
                                 want_request: dict[str, Any] | None) -> None:
+    # Ports Kueue v0.19.2 TestPodSets/"no partial admission", "partial admission", "with required
+    # topology annotation", "with preferred topology annotation", "with slice-only topology", "with
+    # slice-only topology if TAS is disabled", "with slice-only topology - only podset slice
+    # required topology annotation", "with slice-only topology - only podset slice size annotation",
+    # "without preferred topology annotation if TAS is disabled", "without required topology
+    # annotation if TAS is disabled".
     obj = job(3)
     if annotations:
         obj["spec"]["template"]["metadata"] = {"annotations": annotations}
@@ -135,6 +151,7 @@ async def test_j15_j24_pod_sets(tas: bool, annotations: dict[str, str], min_par:
 
 
 async def test_j25_clean_labels() -> None:
+    # Ports Kueue v0.19.2 TestCleanLabels/"feature enabled".
     obj = job(1)
     obj["spec"]["template"]["metadata"] = {"labels": {
         "foo": "bar", "batch.kubernetes.io/job-name": "job", "controller-uid": "x",
@@ -154,6 +171,14 @@ async def test_j25_clean_labels() -> None:
 ])
 def test_j26_j47_terminal_indexes(completed: str, failed: str, completions: int,
                                   want: int) -> None:
+    # Ports Kueue v0.19.2 TestTerminalIndexesCount/"empty", "zero completions", "single completed
+    # index", "single failed index", "single range", "mixed intervals", "completed and failed
+    # indexes", "overlapping terminal indexes", "contained failed indexes", "surviving low indexes",
+    # "all completed within range", "range straddling the cap", "all removed (above the cap)",
+    # "failed range straddling the cap", "all failed removed (above the cap)", "stale failed index
+    # after scale-down", "cap applied to completed and failed", "range capped tighter", "discrete
+    # indexes", "discrete indexes partly above", "malformed interval skipped", "malformed range end
+    # skipped".
     assert terminal_indexes_count(completed, failed, completions) == want
 
 
@@ -167,6 +192,9 @@ def test_j26_j47_terminal_indexes(completed: str, failed: str, completions: int,
 ])
 async def test_j48_j51_reclaimable_pods_indexed(status: dict[str, Any],
                                                 want: list[ReclaimablePod]) -> None:
+    # Ports Kueue v0.19.2 TestReclaimablePods/"indexed Job reclaims its completed indexes", "indexed
+    # Job holds quota for a retryable failure", "indexed Job reclaims completed and failed indexes",
+    # "indexed Job with empty terminal indexes holds quota".
     obj = job(8, 8, status, completionMode="Indexed", backoffLimitPerIndex=1)
     assert await BatchJob(obj).reclaimable_pods(None) == want  # type: ignore[arg-type]
 

@@ -20,6 +20,8 @@ async def world(**options: object) -> World:
 
 
 async def test_19_workload_created_with_prov_req_annotations() -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"when workload is created, it has its owner ProvReq
+    # annotations".
     w = await world()
     job = base_job()
     job["metadata"]["annotations"] = {"provreq.kueue.x-k8s.io/test-annotation": "test-val",
@@ -46,6 +48,7 @@ async def test_19_workload_created_with_prov_req_annotations() -> None:
 
 
 async def test_20_workload_created_with_labels_to_copy() -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"when workload is created, it has correct labels set".
     w = await world(label_keys_to_copy={"toCopyKey", "redundantToCopyKey"})
     job = base_job()
     job["metadata"]["labels"].update({"toCopyKey": "toCopyValue", "dontCopyKey": "dontCopyValue"})
@@ -56,6 +59,8 @@ async def test_20_workload_created_with_labels_to_copy() -> None:
 
 
 async def test_39_suspended_job_with_admitted_workload_is_unsuspended() -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"suspended job with matching admitted workload is
+    # unsuspended".
     w = await world()
     job = await w.create_job(base_job())
     await w.create_workload(base_wl(admitted_at=w.ts()), owner=job)
@@ -69,6 +74,7 @@ async def test_39_suspended_job_with_admitted_workload_is_unsuspended() -> None:
 
 
 async def test_44_workload_created_for_running_job_after_stopping_it() -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"the workload is created when queue name is set".
     w = await world()
     job = base_job(suspend=False)
     job["metadata"]["labels"][c.QUEUE_LABEL] = "test-queue"
@@ -85,6 +91,8 @@ async def test_44_workload_created_for_running_job_after_stopping_it() -> None:
 
 async def test_28_eviction_suspends_job_and_releases_quota() -> None:
     # Main's reasons; v0.19's are in tests/unit/jobframework/test_version_profiles.py.
+    # Ports Kueue v0.19.2 TestReconciler/"when workload is evicted due to pods ready timeout, job
+    # gets suspended and quota is unset".
     w = await world(features=FeatureGates(version=KueueVersion.MAIN))
     job = base_job(suspend=False)
     job = await w.create_job(job)
@@ -108,6 +116,7 @@ async def test_28_eviction_suspends_job_and_releases_quota() -> None:
 
 
 async def test_67_job_completion_finishes_workload() -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"when job completes, workload is marked as finished".
     w = await world()
     job = base_job(suspend=False)
     job["status"] = {"conditions": [{"type": "Complete", "status": "True",
@@ -126,6 +135,7 @@ async def test_67_job_completion_finishes_workload() -> None:
 
 
 async def test_40_non_matching_admitted_workload_is_deleted() -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"non-matching admitted workload is deleted".
     w = await world(manage_jobs_without_queue_name=True)
     job = await w.create_job(base_job())
     await w.create_workload(base_wl(count=5, admitted_at=w.ts()), owner=job)
@@ -139,6 +149,8 @@ async def test_40_non_matching_admitted_workload_is_deleted() -> None:
 
 
 async def test_73_missing_prebuilt_workload() -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"when the prebuilt workload is missing, no new one is
+    # created, the job is suspended and prebuilt workload not found error is returned".
     w = await world()
     job = base_job(suspend=False)
     job["metadata"]["labels"][c.PREBUILT_WORKLOAD_LABEL] = "missing-workload"
@@ -151,6 +163,7 @@ async def test_73_missing_prebuilt_workload() -> None:
 
 
 async def test_41_non_matching_unreserved_workload_is_updated() -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"non-matching non-admitted workload is updated".
     w = await world(manage_jobs_without_queue_name=True)
     job = await w.create_job(base_job())
     wl = base_wl("a", count=5, reserved=False)

@@ -71,6 +71,8 @@ def with_cond(wl: dict[str, Any], *conds: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("fow", [False, True])
 async def test_01_02_job_not_found(fow: bool) -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"job is not found with FinishOrphanedWorkloads disabled",
+    # "job is not found with FinishOrphanedWorkloads enabled".
     w = await world(features=FeatureGates(FinishOrphanedWorkloads=fow))
     wl = base_wl(reserved=False)
     wl["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job",
@@ -89,6 +91,8 @@ async def test_01_02_job_not_found(fow: bool) -> None:
 
 @pytest.mark.parametrize("fow", [False, True])
 async def test_03_04_job_being_deleted(fow: bool) -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"job is deleted with FinishOrphanedWorkloads disabled",
+    # "job is deleted with FinishOrphanedWorkloads enabled".
     w = await world(features=FeatureGates(FinishOrphanedWorkloads=fow))
     job = base_job()
     job["metadata"]["finalizers"] = ["example.com/keep"]
@@ -137,6 +141,17 @@ READY = "All pods reached readiness and the workload is running"
 async def test_05_15_pods_ready(case: str, job_running: bool, job_status: dict[str, Any],
                                 admitted: bool, previous: tuple[str, str] | None,
                                 want: tuple[str, str, str] | None) -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"PodsReady is set to False before Workload is Admitted",
+    # "PodsReady is set to False after Workload is Admitted but not all Pods reached readiness",
+    # "PodsReady is set to False after Workload is Admitted, some Pods became ready but not all Pods
+    # reached readiness", "PodsReady is set to True after Workload is Admitted and all Pods reached
+    # readiness", "PodsReady is set to True after Workload is Admitted and all Pods reached
+    # readiness without previous PodsReady condition", "PodsReady is set to False after Workload is
+    # running and one pod failed", "PodsReady continues to be False after a pod failed and workload
+    # is still recovering", "PodsReady is set to True after failing pod recovered", "PodsReady=False
+    # has the new Reason if there was the old one before (pre v0.11.0)", "PodsReady=True has the new
+    # Reason if there was the old one before (pre v0.11.0)", "PodsReady is set to False if there's
+    # an invalid Reason (pre v0.11.0)".
     w = await world(wait_for_pods_ready=True)
     job = base_job(suspend=not job_running)
     if job_status:
@@ -177,6 +192,10 @@ async def test_05_15_pods_ready(case: str, job_running: bool, job_status: dict[s
 ])
 async def test_16_17_18_start_labels(gates: dict[str, bool], cq: str, labels: dict[str, str],
                                      workload_annotation: bool) -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"PodSet label and Workload annotation are set when Job is
+    # starting; TopologyAwareScheduling enabled", "Pod queue labels are not set when
+    # AssignQueueLabelsForPods is disabled", "Pod cluster queue label is not set when cluster queue
+    # name is too long".
     w = await world(features=FeatureGates(**gates), manage_jobs_without_queue_name=True,
                     managed_jobs_namespace_selector=LabelSelector.parse(""))
     job = await w.create_job(base_job())
@@ -199,6 +218,8 @@ def check(name: str, **updates: Any) -> dict[str, Any]:
 
 
 async def test_21_admission_check_pod_set_updates_propagate() -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"when workload is admitted the PodSetUpdates are propagated
+    # to job".
     w = await world()
     job = await w.create_job(base_job())
     wl = base_wl(admitted_at=w.ts())
@@ -213,6 +234,8 @@ async def test_21_admission_check_pod_set_updates_propagate() -> None:
 
 
 async def test_38_matching_pod_set_updates_merge() -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"when workload is admitted the PodSetUpdates values
+    # matching for key".
     w = await world()
     job = await w.create_job(base_job())
     wl = base_wl(admitted_at=w.ts())
@@ -241,6 +264,8 @@ async def test_38_matching_pod_set_updates_merge() -> None:
 
 
 async def test_42_partial_admission_start_sets_parallelism() -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"suspended job with partial admission and admitted workload
+    # is unsuspended".
     w = await world()
     job = base_job()
     job["metadata"]["annotations"] = {c.JOB_MIN_PARALLELISM_ANNOTATION: "5"}
@@ -257,6 +282,8 @@ async def test_42_partial_admission_start_sets_parallelism() -> None:
 
 
 async def test_43_running_partial_job_with_non_matching_workload() -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"unsuspended job with partial admission and non-matching
+    # admitted workload is suspended and workload is deleted".
     w = await world()
     job = base_job(suspend=False)
     job["metadata"]["annotations"] = {c.JOB_MIN_PARALLELISM_ANNOTATION: "5"}
@@ -293,6 +320,11 @@ def evicted(w: World, reason: str, message: str, ago: float = 0) -> dict[str, An
     ("Preempted", "Preempted", "True"),
 ])
 async def test_28_32_eviction_reasons(reason: str, message: str, requeued: str) -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"when workload is evicted due to pods ready timeout, job
+    # gets suspended and quota is unset", "when workload is evicted due to admission check, job gets
+    # suspended", "when workload is evicted due to cluster queue stopped, job gets suspended", "when
+    # workload is evicted due to local queue stopped, job gets suspended", "when workload is evicted
+    # due to preemption, job gets suspended".
     w = await world(features=MAIN)
     job = await w.create_job(running(base_job()))
     wl = with_cond(base_wl(admitted_at=w.ts(1)), evicted(w, reason, message))
@@ -331,6 +363,16 @@ async def test_22_27_deactivation_and_retention(
     case: str, retention: float | None, active: bool, reason: str, evicted_ago: float,
     admitted_ago: float, deleted: bool, requeue_after: float | None,
 ) -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"when workload is evicted due to spec.active field being
+    # false, job gets suspended and quota is unset", "when workload is active after deactivation;
+    # objectRetentionPolicies.workloads.afterDeactivatedByKueue=0; should not delete the job", "when
+    # workload is manually deactivated; objectRetentionPolicies.workloads.afterDeactivatedByKueue=0;
+    # should not delete the job", "when workload is deactivated by kueue;
+    # objectRetentionPolicies.workloads.afterDeactivatedByKueue=0; should delete the job", "when
+    # workload is deactivated by kueue;
+    # objectRetentionPolicies.workloads.afterDeactivatedByKueue=60; retention period has not
+    # expired", "when workload is deactivated by kueue;
+    # objectRetentionPolicies.workloads.afterDeactivatedByKueue=60; retention period has expired".
     policy = WorkloadRetentionPolicy(retention) if retention is not None else None
     w = await world(workload_retention_policy=policy, features=MAIN)
     job = await w.create_job(running(base_job()))
@@ -358,6 +400,9 @@ async def test_22_27_deactivation_and_retention(
 
 
 async def test_33_inactive_unadmitted_workload_changes_nothing() -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"when job is initially suspended, the Workload has
+    # active=false and it's not admitted, it should not get an evicted condition, but the job should
+    # remain suspended".
     w = await world()
     job = await w.create_job(base_job())
     wl = base_wl(reserved=False)
@@ -380,6 +425,11 @@ async def test_33_inactive_unadmitted_workload_changes_nothing() -> None:
 
 @pytest.mark.parametrize("field", ["labels", "annotations", "nodeSelector"])
 async def test_34_36_conflicting_checks_fail_to_start(field: str) -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"when workload is admitted and PodSetUpdates conflict
+    # between admission checks on labels, the workload is finished with failure", "when workload is
+    # admitted and PodSetUpdates conflict between admission checks on annotations, the workload is
+    # finished with failure", "when workload is admitted and PodSetUpdates conflict between
+    # admission checks on nodeSelector, the workload is finished with failure".
     w = await world()
     job = await w.create_job(base_job())
     wl = base_wl(admitted_at=w.ts())
@@ -397,6 +447,9 @@ async def test_34_36_conflicting_checks_fail_to_start(field: str) -> None:
 
 
 async def test_37_check_conflicts_with_job_node_selector() -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"when workload is admitted and PodSetUpdates conflict
+    # between admission check nodeSelector and current node selector, the workload is finished with
+    # failure".
     w = await world()
     job = base_job()
     job["spec"]["template"]["spec"]["nodeSelector"] = {"provisioning": "spot"}
@@ -419,6 +472,8 @@ async def test_37_check_conflicts_with_job_node_selector() -> None:
 
 
 async def test_45_queue_name_change_updates_workload() -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"the workload is updated when queue name has changed for
+    # suspended job".
     w = await world()
     job = base_job()
     job["metadata"]["labels"][c.QUEUE_LABEL] = "test-queue-new"
@@ -466,6 +521,8 @@ async def test_46_missing_wpc_warns_and_creates_nothing() -> None:
 async def test_47_49_priority_sync(case: str, ref: tuple[str, str, str, int], label: str,
                                    want_error: bool, want: tuple[str, int] | None,
                                    events: list[tuple[str, str, str]]) -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"the workload is updated when priority class has changed
+    # for suspended job".
     w = await world(features=MAIN)
     await w.wpc("test-wpc", 100)
     await w.wpc("test-wpc-high", 200)
@@ -490,6 +547,7 @@ async def test_47_49_priority_sync(case: str, ref: tuple[str, str, str, int], la
 
 
 async def test_56_unchanged_pod_priority_class() -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"shouldn't update workload when priority class no changes".
     w = await world()
     await w.priority_class("test-pc", 200)
     job = base_job()
@@ -515,6 +573,10 @@ async def test_56_unchanged_pod_priority_class() -> None:
 async def test_69_71_priority_on_creation(case: str, wpc_label: str | None,
                                           pod_pc: str | None, want_ref: dict[str, str],
                                           want_priority: int) -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"the workload is created when queue name is set, with
+    # workloadPriorityClass", "the workload is created when queue name is set, with PriorityClass",
+    # "the workload is created when queue name is set, with workloadPriorityClass and
+    # PriorityClass".
     w = await world()
     await w.wpc("test-wpc", 100)
     await w.priority_class("test-pc", 200)
@@ -553,6 +615,8 @@ async def test_default_priority_class_is_the_lowest_global_default() -> None:
 
 
 async def test_57_long_uid_gets_no_uid_label() -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"the workload without uid label is created when job's uid
+    # is longer than 63 characters".
     w = await world()
     job = running(base_job())
     job["metadata"]["labels"][c.QUEUE_LABEL] = "test-queue"
@@ -567,6 +631,7 @@ async def test_57_long_uid_gets_no_uid_label() -> None:
 
 
 async def test_58_no_queue_name_no_workload() -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"the workload is not created when queue name is not set".
     w = await world()
     await w.create_job(running(base_job(queue=None)))
     await w.reconcile()
@@ -576,6 +641,8 @@ async def test_58_no_queue_name_no_workload() -> None:
 
 
 async def test_72_completed_job_gets_no_workload() -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"the workload shouldn't be recreated for the completed
+    # job".
     w = await world()
     job = base_job()
     job["status"] = {"conditions": [{"type": "Complete", "status": "True"}]}
@@ -586,6 +653,8 @@ async def test_72_completed_job_gets_no_workload() -> None:
 
 
 async def test_82_max_execution_time_passed_to_workload() -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"the maximum execution time is passed to the created
+    # workload".
     w = await world()
     job = base_job()
     job["metadata"]["labels"][c.MAX_EXEC_TIME_SECONDS_LABEL] = "10"
@@ -601,6 +670,7 @@ async def test_82_max_execution_time_passed_to_workload() -> None:
 
 
 async def test_83_max_execution_time_updated() -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"the maximum execution time is updated in the workload".
     w = await world()
     job = base_job()
     job["metadata"]["labels"][c.MAX_EXEC_TIME_SECONDS_LABEL] = "10"
@@ -615,6 +685,8 @@ async def test_83_max_execution_time_updated() -> None:
 
 
 async def test_84_unlabelled_namespace_is_ignored_even_with_queue() -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"job with queue name is not reconciled in unlabelled
+    # namespace when AlwaysRespected is enabled".
     w = await world(managed_jobs_namespace_selector=LabelSelector.parse("managed-by-kueue=true"))
     await w.create_job(running(base_job()))
     await w.reconcile()
@@ -624,6 +696,8 @@ async def test_84_unlabelled_namespace_is_ignored_even_with_queue() -> None:
 
 
 async def test_85_labelled_namespace_is_reconciled() -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"job with queue name is reconciled in labelled namespace
+    # when AlwaysRespected is enabled".
     w = await world(managed_jobs_namespace_selector=LabelSelector.parse("managed-by-kueue=true"),
                     manage_jobs_without_queue_name=True)
     job = base_job(namespace="labelled-ns")
@@ -664,6 +738,11 @@ async def child_world(*, mjwqn: bool, parent_wl: str | None, admitted: bool,
 ])
 async def test_59_62_child_jobs(case: str, mjwqn: bool, parent_wl: str | None, admitted: bool,
                                 child_queue: str | None, suspended: bool) -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"non-standalone job is suspended if its parent workload is
+    # not found", "non-standalone job is not suspended if its parent workload is admitted",
+    # "non-standalone job is suspended if its parent workload is found and not admitted",
+    # "non-standalone job is not suspended if its parent workload is admitted and queue name is
+    # set".
     w = await child_world(mjwqn=mjwqn, parent_wl=parent_wl, admitted=admitted,
                           child_queue=child_queue)
     before = len(w.workloads())
@@ -693,6 +772,7 @@ async def test_job_nesting_too_deep_is_a_warning() -> None:
 
 
 async def test_63_second_non_matching_workload_is_deleted() -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"checking a second non-matching workload is deleted".
     w = await world(manage_jobs_without_queue_name=True)
     job = await w.create_job(running(base_job(parallelism=5)))
     first = base_wl("first-workload", count=5, admitted_at=w.ts())
@@ -716,6 +796,10 @@ async def test_63_second_non_matching_workload_is_deleted() -> None:
 async def test_64_66_eviction_restores_node_selector(
     case: str, suspended: bool, start_time: bool, events: list[tuple[str, str, str]],
 ) -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"when workload is evicted, suspend, reset startTime and
+    # restore node affinity", "when workload is evicted but suspended, reset startTime and restore
+    # node affinity", "when workload is evicted, suspended and startTime is reset, restore node
+    # affinity".
     w = await world()
     job = base_job(suspend=suspended)
     job["spec"]["template"]["spec"]["nodeSelector"] = {"provisioning": "spot"}
@@ -740,6 +824,7 @@ async def test_64_66_eviction_restores_node_selector(
 
 
 async def test_68_finished_workload_loses_its_finalizer() -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"when the workload is finished, its finalizer is removed".
     w = await world()
     job = await w.create_job(base_job())
     wl = base_wl("a", reserved=False)
@@ -770,6 +855,8 @@ def prebuilt_job() -> dict[str, Any]:
 
 
 async def test_74_prebuilt_workload_gets_owner() -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"when the prebuilt workload exists its owner info is
+    # updated".
     w = await world()
     await w.create_job(prebuilt_job())
     await w.create_workload(prebuilt())
@@ -784,6 +871,7 @@ async def test_74_prebuilt_workload_gets_owner() -> None:
 
 
 async def test_75_prebuilt_workload_owned_by_another_object() -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"when the prebuilt workload is owned by another object".
     w = await world()
     await w.create_job(prebuilt_job())
     wl = prebuilt()
@@ -800,6 +888,7 @@ async def test_75_prebuilt_workload_owned_by_another_object() -> None:
 
 
 async def test_76_prebuilt_workload_out_of_sync_is_finished() -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"when the prebuilt workload is not equivalent to the job".
     w = await world()
     await w.create_job(prebuilt_job())
     await w.create_workload(prebuilt(count=1))
@@ -838,6 +927,8 @@ async def tolerations_world(*, job_running: bool, reserved: bool, admitted: bool
 
 
 async def test_77_unadmitted_workload_follows_tolerations() -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"the workload is not admitted, tolerations and node
+    # selector change".
     w = await tolerations_world(job_running=False, reserved=False, admitted=False)
     await w.reconcile()
     spec = w.workload("job-job-b3219")["spec"]["podSets"][0]["template"]["spec"]
@@ -849,6 +940,8 @@ async def test_77_unadmitted_workload_follows_tolerations() -> None:
 
 
 async def test_78_admitted_workload_ignores_tolerations() -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"the workload is admitted, tolerations and node selector
+    # change".
     w = await tolerations_world(job_running=True, reserved=True, admitted=True)
     before = w.workload("job-job-b3219")
     job_before = w.job()
@@ -859,6 +952,8 @@ async def test_78_admitted_workload_ignores_tolerations() -> None:
 
 
 async def test_79_reserved_unadmitted_workload_is_deleted() -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"the workload is admitted, job still suspended and
+    # tolerations change".
     w = await tolerations_world(job_running=False, reserved=True, admitted=False)
     with pytest.raises(NoMatchingWorkloadsError):
         await w.reconcile()
@@ -876,6 +971,8 @@ async def test_79_reserved_unadmitted_workload_is_deleted() -> None:
 ])
 async def test_80_81_admission_check_messages(checks: list[tuple[str, str]],
                                               message: str) -> None:
+    # Ports Kueue v0.19.2 TestReconciler/"admission check message is emitted as event for job",
+    # "multiple admission check messages are emitted as a single event for job".
     w = await world()
     job = await w.create_job(base_job())
     wl = base_wl()

@@ -81,6 +81,13 @@ MULTIKUEUE = StaticQueueLookup(
 ])
 async def test_w1_w10_default(case: str, obj: dict[str, Any], options: dict[str, Any],
                               check: Any) -> None:
+    # Ports Kueue v0.19.2 TestBaseWebhookDefault/"update the suspend field with
+    # 'manageJobsWithoutQueueName=false'", "update the suspend field
+    # 'manageJobsWithoutQueueName=true'", "default lq is created, job doesn't have queue label",
+    # "default lq is created, job has queue label", "default lq isn't created, job doesn't have
+    # queue label", "ManagedByDefaulting, targeting multikueue local queue", "ManagedByDefaulting,
+    # targeting non-multikueue local queue", "job in unmanaged namespace with default lq should not
+    # get queue label or be suspended".
     w = World()
     await w.setup()
     await w.client.create({"apiVersion": "v1", "kind": "Namespace",
@@ -92,6 +99,8 @@ async def test_w1_w10_default(case: str, obj: dict[str, Any], options: dict[str,
 
 
 async def test_w8_already_managed_by_someone_else() -> None:
+    # Ports Kueue v0.19.2 TestBaseWebhookDefault/"ManagedByDefaulting, targeting multikueue local
+    # queue but already managaed by someone else".
     w = World()
     obj = job(queue="multikueue")
     obj["spec"]["managedBy"] = "someone-else"
@@ -120,6 +129,8 @@ CUSTOM = invalid(new_path("metadata", "annotations"), None, "custom validation t
 
 
 async def test_w11_w13_validate_create() -> None:
+    # Ports Kueue v0.19.2 TestValidateOnCreate/"valid request", "invalid request", "invalid request
+    # custom validation error".
     w = World()
     webhook = BaseWebhook(CustomJob, w.client)
     CustomJob.outcome = None
@@ -137,6 +148,8 @@ async def test_w11_w13_validate_create() -> None:
 
 
 async def test_w14_w16_validate_update() -> None:
+    # Ports Kueue v0.19.2 TestValidateOnUpdate/"valid request", "invalid request", "invalid request
+    # custom validation error".
     w = World()
     webhook = BaseWebhook(CustomJob, w.client)
     CustomJob.outcome = None
@@ -165,6 +178,9 @@ async def test_w14_w16_validate_update() -> None:
 ])
 async def test_batch_job_partial_admission_rules(annotations: dict[str, str],
                                                  spec: dict[str, Any], message: str) -> None:
+    # Ports Kueue v0.19.2 TestValidateCreate/"invalid partial admission annotation (format)",
+    # "invalid partial admission annotation (badValue)", "valid sync completions annotation, wrong
+    # job completions type (default)".
     obj = job()
     obj["metadata"]["annotations"] = annotations
     obj["spec"].update(spec)

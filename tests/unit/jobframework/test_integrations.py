@@ -65,6 +65,7 @@ def manager(enabled: list[str] = (), external: list[str] = ()) -> IntegrationMan
 
 
 def test_register_successful_and_sorted() -> None:
+    # Ports Kueue v0.19.2 TestRegister/"successful".
     m = IntegrationManager()
     m.register_integration("oldFramework", callbacks(JOB))
     m.register_integration("newFramework", callbacks(MPIJOB))
@@ -75,6 +76,7 @@ def test_register_successful_and_sorted() -> None:
 
 
 def test_register_duplicate() -> None:
+    # Ports Kueue v0.19.2 TestRegister/"duplicate name".
     m = IntegrationManager()
     m.register_integration("fw", callbacks(JOB))
     with pytest.raises(DuplicateFrameworkNameError) as exc:
@@ -92,6 +94,8 @@ def test_register_duplicate() -> None:
     ],
 )
 def test_register_missing_mandatory(missing: str, message: str) -> None:
+    # Ports Kueue v0.19.2 TestRegister/"missing NewReconciler", "missing SetupWebhook", "missing
+    # JobType".
     fields: dict[str, Any] = {"new_reconciler": noop, "setup_webhook": noop, "job_type": JOB}
     fields[missing] = None
     m = IntegrationManager()
@@ -102,6 +106,8 @@ def test_register_missing_mandatory(missing: str, message: str) -> None:
 
 
 def test_optional_fields_may_be_missing() -> None:
+    # Ports Kueue v0.19.2 TestRegister/"missing SetupIndexes", "missing AddToScheme", "missing
+    # CanSupportIntegration".
     m = IntegrationManager()
     m.register_integration("fw", callbacks(JOB, setup_indexes=None, can_support_integration=None))
     assert m.get_integrations_list() == ["fw"]
@@ -113,6 +119,7 @@ def test_optional_fields_may_be_missing() -> None:
      ("batch/job", None), ("Job.v1", None)],
 )
 def test_register_external(arg: str, gvk: GVK | None) -> None:
+    # Ports Kueue v0.19.2 TestRegisterExternal/"successful 1", "successful 2", "malformed kind arg".
     assert parse_kind_arg(arg) == gvk
     m = IntegrationManager()
     if gvk is None:
@@ -125,6 +132,7 @@ def test_register_external(arg: str, gvk: GVK | None) -> None:
 
 
 def test_for_each_stops_at_first_error() -> None:
+    # Ports Kueue v0.19.2 TestForEach/"all", "partial".
     m = IntegrationManager()
     for n in "abcde":
         m.register_integration(n, callbacks(GVK("g", "v1", n.upper())))
@@ -149,6 +157,7 @@ def ref(gvk: GVK, name: str = "x", uid: str = "u") -> dict[str, Any]:
 
 
 def test_job_type_for_owner() -> None:
+    # Ports Kueue v0.19.2 TestGetJobTypeForOwner/"K1", "K2", "K3", "K4", "K5".
     m = IntegrationManager()
     k = {i: GVK("example.com", "v1", f"K{i}") for i in range(1, 6)}
     for i in (1, 2, 4):
@@ -192,6 +201,8 @@ def test_managers_are_isolated() -> None:
 def test_enabled_dependencies(deps: dict[str, list[str]], enabled: list[str],
                               registered: list[str], error: type[Exception] | None,
                               message: str | None) -> None:
+    # Ports Kueue v0.19.2 TestEnabledIntegrationsDependencies/"empty", "not found", "dependency not
+    # enabled", "dependency not found", "no error".
     m = IntegrationManager()
     for i, name in enumerate(registered):
         m.register_integration(name, callbacks(GVK("g", "v1", f"K{i}"),
@@ -216,6 +227,9 @@ def test_enabled_dependencies(deps: dict[str, list[str]], enabled: list[str],
 )
 def test_implicitly_enabled(implicit: dict[str, list[str]], enabled: list[str],
                             want: set[str]) -> None:
+    # Ports Kueue v0.19.2 TestImplicitlyEnabledIntegrations/"empty", "no implicit dependencies",
+    # "single implicit dependency", "multiple implicit dependencies", "nested implicit
+    # dependencies".
     m = IntegrationManager()
     for i, name in enumerate(["i1", "i2", "i3"]):
         m.register_integration(name, callbacks(
@@ -346,6 +360,8 @@ def obj(gvk: GVK, name: str, uid: str | None = None, owner: Object | None = None
 
 
 async def test_ancestor_unmanaged_owner() -> None:
+    # Ports Kueue v0.19.2 TestFindAncestorJobManagedByKueue/"child job has ownerReference with
+    # unmanaged workload owner that has a queue-name".
     cron = obj(CRONJOB, "cronjob", queue="q")
     job = obj(JOB, "job", owner=cron)
     assert await manager().find_ancestor_job_managed_by_kueue(DictReader(cron), job, False) is None
@@ -353,6 +369,9 @@ async def test_ancestor_unmanaged_owner() -> None:
 
 @pytest.mark.parametrize("enabled", [[], ["kubeflow.org/mpijob"]])
 async def test_ancestor_known_missing_owner(enabled: list[str]) -> None:
+    # Ports Kueue v0.19.2 TestFindAncestorJobManagedByKueue/"child job has ownerReference with
+    # unknown non-existing workload owner", "child job has ownerReference with known non-existing
+    # workload owner".
     mpi = obj(MPIJOB, "parent")
     job = obj(JOB, "job", owner=mpi)
     with pytest.raises(WorkloadOwnerNotFoundError) as exc:
@@ -363,6 +382,10 @@ async def test_ancestor_known_missing_owner(enabled: list[str]) -> None:
 
 @pytest.mark.parametrize(("queue", "found"), [("test-q", True), (None, False)])
 async def test_ancestor_known_existing_owner(queue: str | None, found: bool) -> None:
+    # Ports Kueue v0.19.2 TestFindAncestorJobManagedByKueue/"child job has ownerReference with known
+    # existing workload owner, and the parent job has queue-name label", "child job has
+    # ownerReference with known existing workload owner, and the parent job doesn't has queue-name
+    # label".
     mpi = obj(MPIJOB, "parent", queue=queue)
     job = obj(JOB, "job", owner=mpi)
     got = await manager(["kubeflow.org/mpijob"]).find_ancestor_job_managed_by_kueue(
@@ -371,6 +394,8 @@ async def test_ancestor_known_existing_owner(queue: str | None, found: bool) -> 
 
 
 async def test_ancestor_cycle() -> None:
+    # Ports Kueue v0.19.2 TestFindAncestorJobManagedByKueue/"cyclic ownership links are properly
+    # handled".
     mpi_stub = obj(MPIJOB, "mpi")
     aw = obj(APPWRAPPER, "aw", owner=None)
     child = obj(JOB, "child", owner=mpi_stub)
@@ -382,6 +407,8 @@ async def test_ancestor_cycle() -> None:
 
 
 async def test_ancestor_chain_limit() -> None:
+    # Ports Kueue v0.19.2 TestFindAncestorJobManagedByKueue/"cuts off ancestor traversal at the
+    # limit and generates an appropriate event".
     chain = [obj(JOB, "ancestor-0", queue="q")]
     for i in range(1, 12):
         chain.append(obj(JOB, f"ancestor-{i}", owner=chain[-1]))
@@ -417,6 +444,13 @@ async def test_ancestor_chain_limit() -> None:
 )
 async def test_ancestor_job_jobset_appwrapper(enabled: list[str], queues: set[str], mjwqn: bool,
                                               want: str | None) -> None:
+    # Ports Kueue v0.19.2 TestFindAncestorJobManagedByKueue/"Job -> JobSet -> AppWrapper => nil",
+    # "Job (queue-name) -> JobSet (queue-name) -> AppWrapper => JobSet", "Job (queue-name) -> JobSet
+    # -> AppWrapper (queue-name) => AppWrapper", "Job (queue-name) -> JobSet (queue-name) ->
+    # AppWrapper (queue-name) => AppWrapper", "Job -> JobSet (disabled) -> AppWrapper (queue-name)
+    # => AppWrapper", "Job -> JobSet -> AppWrapper => AppWrapper (manageJobsWithoutQueueName)", "Job
+    # (queue-name) -> JobSet (queue-name) -> AppWrapper => AppWrapper (manageJobsWithoutQueueName)",
+    # "Job -> JobSet (disabled) -> AppWrapper => AppWrapper (manageJobsWithoutQueueName)".
     aw = obj(APPWRAPPER, "aw", queue="q" if "aw" in queues else None)
     jobset = obj(JOBSET, "jobset", owner=aw, queue="q" if "jobset" in queues else None)
     job = obj(JOB, "job", owner=jobset, queue="q" if "job" in queues else None)
@@ -427,6 +461,9 @@ async def test_ancestor_job_jobset_appwrapper(enabled: list[str], queues: set[st
 
 @pytest.mark.parametrize(("external", "want_aw"), [([], False), (["CronJob.v1.batch"], True)])
 async def test_ancestor_through_external_framework(external: list[str], want_aw: bool) -> None:
+    # Ports Kueue v0.19.2 TestFindAncestorJobManagedByKueue/"Job -> CronJob (external framework, not
+    # enabled) -> AppWrapper (queue-name) => AppWrapper", "Job -> CronJob (external framework,
+    # enabled) -> AppWrapper (queue-name) => AppWrapper".
     aw = obj(APPWRAPPER, "aw", queue="q")
     cron = obj(CRONJOB, "cron", owner=aw)
     job = obj(JOB, "job", owner=cron)
@@ -436,6 +473,8 @@ async def test_ancestor_through_external_framework(external: list[str], want_aw:
 
 
 async def test_ancestor_forged_uid() -> None:
+    # Ports Kueue v0.19.2 TestFindAncestorJobManagedByKueue/"child job has ownerReference whose UID
+    # does not match the referenced object => nil".
     mpi = obj(MPIJOB, "parent", queue="q")
     job = obj(JOB, "job", owner=mpi, owner_uid="forged-uid")
     got = await manager(["kubeflow.org/mpijob"]).find_ancestor_job_managed_by_kueue(
@@ -444,6 +483,8 @@ async def test_ancestor_forged_uid() -> None:
 
 
 async def test_ancestor_through_replicaset() -> None:
+    # Ports Kueue v0.19.2 TestFindAncestorJobManagedByKueue/"Pod -> ReplicaSet -> Deployment
+    # (queue-name) => Deployment".
     deploy = obj(DEPLOYMENT, "deploy", queue="q")
     rs = obj(REPLICASET, "rs", owner=deploy)
     pod = obj(POD, "pod", owner=rs)

@@ -60,12 +60,17 @@ def test_with_extra_keeps_prefix_and_length(extra: str) -> None:
     ],
 )
 def test_literal_vectors(name: str, uid: str, extra: str, expected: str) -> None:
+    # Ports Kueue v0.19.2 TestGenerateWorkloadNameWithExtra/"empty extra", "generation as extra",
+    # "resourceVersion as extra", "custom extra string", "short name, no extra
+    # (ShortWorkloadNames=false)", "short name, with extra (ShortWorkloadNames=false)".
     assert generate_workload_name_with_extra(name, uid, JOB, extra) == expected
     if not extra:
         assert get_workload_name_for_owner_with_gvk(name, uid, JOB) == expected
 
 
 def test_long_owner_name_truncated_long_limit() -> None:
+    # Ports Kueue v0.19.2 TestGenerateWorkloadNameWithExtra/"long owner name truncated
+    # (ShortWorkloadNames=false)".
     expected = (
         "job-marketing-campaign-autumn-2024-region-north-america-department-digital-strategy-"
         "sub-department-social-media-engagement-tracker-and-analytics-dashboard-v2-final-"
@@ -78,12 +83,17 @@ def test_long_owner_name_truncated_long_limit() -> None:
 
 
 def test_long_owner_name_truncated_short_limit() -> None:
+    # Ports Kueue v0.19.2 TestGenerateWorkloadNameWithExtra/"long owner name truncated
+    # (ShortWorkloadNames=true)".
     got = generate_workload_name_with_extra(LONG_NAME, "uid", JOB, "", features=SHORT)
     assert got == "job-marketing-campaign-autumn-2024-region-north-america-d-218b8"
     assert len(got) == 63
 
 
 def test_extra_equality_rules() -> None:
+    # Ports Kueue v0.19.2 TestGenerateWorkloadNameWithExtra/"different extra values produce
+    # different names", "different resourceVersion values produce different names", "same extra
+    # produces same name", "same prefix as GetWorkloadNameForOwnerWithGVK".
     def n(extra: str) -> str:
         return generate_workload_name_with_extra("my-job", "uid-123", JOB, extra)
 
@@ -96,6 +106,9 @@ def test_extra_equality_rules() -> None:
 
 
 def test_generation_form() -> None:
+    # Ports Kueue v0.19.2 TestGenerateWorkloadNameWithGeneration/"different generations produce
+    # different names", "same generation produces same name", "consistent with
+    # GenerateWorkloadNameWithExtra using string generation".
     def g(gen: int) -> str:
         return get_workload_name_for_owner_with_gvk_and_generation("my-job", "uid-123", JOB, gen)
 
@@ -105,6 +118,7 @@ def test_generation_form() -> None:
 
 
 def test_variant_simple() -> None:
+    # Ports Kueue v0.19.2 TestGetWorkloadNameForVariant/"simple flavor".
     got = get_workload_name_for_variant("job-my-job-12345", "uid-123", JOB, "spot")
     assert got == "job-my-job-variant-spot-6320b"
 
@@ -122,12 +136,16 @@ def test_variant_vectors(flavor: str, expected: str) -> None:
 
 
 def test_variant_flavor_exceeding_long_limit() -> None:
+    # Ports Kueue v0.19.2 TestGetWorkloadNameForVariant/"flavor name exceeding max length
+    # (ShortWorkloadNames=false)".
     got = get_workload_name_for_variant("job-my-job-12345", "uid-123", JOB, "a" * 300)
     assert got == "job-my-job-variant-" + "a" * 228 + "-2e907"
     assert len(got) == 253
 
 
 def test_variant_flavor_exceeding_short_limit() -> None:
+    # Ports Kueue v0.19.2 TestGetWorkloadNameForVariant/"flavor name exceeding max length
+    # (ShortWorkloadNames=true)".
     got = get_workload_name_for_variant(
         "job-my-job-12345", "uid-123", JOB, "a" * 300, features=SHORT
     )
@@ -136,6 +154,9 @@ def test_variant_flavor_exceeding_short_limit() -> None:
 
 
 def test_variant_equality_rules() -> None:
+    # Ports Kueue v0.19.2 TestGetWorkloadNameForVariant/"different flavors produce different names",
+    # "same flavor produces same name", "parent name exceeding max length with different flavors
+    # have same prefix but different hashes".
     def v(flavor: str, parent: str = "job-my-job-12345") -> str:
         return get_workload_name_for_variant(parent, "uid-123", JOB, flavor)
 

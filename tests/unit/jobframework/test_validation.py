@@ -94,6 +94,9 @@ def test_max_exec_time_valid(kit: Any) -> None:
 
 
 def test_elastic_annotation(kit: Any) -> None:
+    # Ports Kueue v0.19.2 TestValidateJobOnCreate/"elastic annotation on batch/v1.Job is allowed",
+    # "elastic annotation on unsupported framework is rejected", "elastic annotation without feature
+    # gate is ignored".
     obj = kit.make_job(annotations={ELASTIC: "true"})
     assert validate_job_on_create(kit.FakeJob(obj)) == []
     errs = validate_job_on_create(kit.FakeJob(obj, JOBSET))
@@ -186,6 +189,8 @@ def update(kit: Any, old: dict[str, Any], new: dict[str, Any], default: Any = no
 
 
 def test_queue_immutable_while_running(kit: Any) -> None:
+    # Ports Kueue v0.19.2 TestValidateJobOnUpdate/"local queue cannot be changed if job is not
+    # suspended".
     old = kit.make_job(labels={Q: "lq1"}, suspend=False)
     new = kit.make_job(labels={Q: "lq2"}, suspend=False)
     assert update(kit, old, new) == [
@@ -193,6 +198,8 @@ def test_queue_immutable_while_running(kit: Any) -> None:
 
 
 def test_queue_changes_while_suspended(kit: Any) -> None:
+    # Ports Kueue v0.19.2 TestValidateJobOnUpdate/"local queue can be changed", "local queue can be
+    # changed from default".
     assert update(kit, kit.make_job(labels={Q: "lq1"}, suspend=True),
                   kit.make_job(labels={Q: "lq2"}, suspend=True)) == []
     assert update(kit, kit.make_job(labels={Q: "default"}, suspend=True),
@@ -200,6 +207,9 @@ def test_queue_changes_while_suspended(kit: Any) -> None:
 
 
 def test_queue_removal_with_default_queue(kit: Any) -> None:
+    # Ports Kueue v0.19.2 TestValidateJobOnUpdate/"local queue cannot be removed if default queue
+    # exists and feature is enabled", "local queue can be removed if default queue does not exists
+    # and feature is enabled".
     old = kit.make_job(labels={Q: "lq1"}, suspend=True)
     new = kit.make_job(suspend=True)
     assert update(kit, old, new, with_default) == [
@@ -231,6 +241,8 @@ def test_custom_failure_example_from_base_webhook(kit: Any) -> None:
 @pytest.mark.parametrize(("old_ann", "new_ann"), [({ELASTIC: "true"}, {}), ({}, {ELASTIC: "true"})])
 def test_elastic_toggle_is_immutable(kit: Any, old_ann: dict[str, str],
                                      new_ann: dict[str, str]) -> None:
+    # Ports Kueue v0.19.2 TestValidateJobOnUpdate/"elastic job enabled annotation cannot be removed
+    # on update", "elastic job enabled annotation cannot be added on update".
     got = update(kit, kit.make_job(annotations=old_ann, suspend=True),
                  kit.make_job(annotations=new_ann, suspend=True))
     value = "true" if new_ann else "false"
@@ -240,6 +252,17 @@ def test_elastic_toggle_is_immutable(kit: Any, old_ann: dict[str, str],
 
 def test_prebuilt_rules_on_update(kit: Any) -> None:
     # X21: label valid on update, WIA disabled.
+    # Ports Kueue v0.19.2 TestValidateJobOnUpdate/"prebuilt workload label valid on update",
+    # "prebuilt workload annotation valid on update, WorkloadIdentifierAnnotations enabled",
+    # "prebuilt workload label fallback valid on update, WorkloadIdentifierAnnotations enabled",
+    # "prebuilt workload same label and annotation on update, WorkloadIdentifierAnnotations
+    # enabled", "prebuilt workload invalid label format with fallback on update,
+    # WorkloadIdentifierAnnotations enabled", "prebuilt workload annotation update,
+    # WorkloadIdentifierAnnotations enabled", "prebuilt workload annotation valid for long names >
+    # 63 chars when WorkloadIdentifierAnnotations disabled", "prebuilt workload annotation update
+    # not suspended, WorkloadIdentifierAnnotations enabled", "prebuilt workload label to annotation
+    # update, WorkloadIdentifierAnnotations enabled", "prebuilt workload annotation to label update,
+    # WorkloadIdentifierAnnotations enabled".
     assert update(kit, kit.make_job(labels={PREBUILT: "wl"}, suspend=True),
                   kit.make_job(labels={PREBUILT: "wl"}, suspend=True), features=WIA_OFF) == []
     # X22-X24: annotation, label fallback, both.

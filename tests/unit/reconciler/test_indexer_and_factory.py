@@ -45,6 +45,8 @@ def wl(name: str, owners: list[tuple[str, str, str, str]]) -> dict[str, object]:
 
 
 async def test_s4_s5_owner_index_on_the_cache() -> None:
+    # Ports Kueue v0.19.2 TestSetupIndexes/"proper indexes are set", "kubeflow.org/mpijob is
+    # disabled in the configAPI".
     w = World()
     # Owners must exist, or the garbage collector removes the Workloads.
     for name, uid in (("alpha", "a1"), ("beta", "b1")):

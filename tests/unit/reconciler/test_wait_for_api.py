@@ -101,6 +101,9 @@ async def world() -> AsyncIterator[World]:
 
 
 async def test_missing_crd_defers_controller_until_served(world: World) -> None:
+    # Ports Kueue v0.19.2 TestSetupControllers/"mapper doesn't have kubeflow.org/mpijob, but no
+    # error occur", "mapper doesn't have ray.io/raycluster when Controllers have been setup, but
+    # eventually does".
     w = world
     done = await w.setup()
     assert done == frozenset(), "no controller while the API is missing"
@@ -133,6 +136,7 @@ async def test_missing_crd_defers_controller_until_served(world: World) -> None:
 
 
 async def test_served_crd_sets_up_controller_at_once(world: World) -> None:
+    # Ports Kueue v0.19.2 TestSetupControllers/"setup controllers succeed".
     w = world
     w.server.register_crd(WIDGET_CRD)
     assert await w.setup() == {NAME}
