@@ -18,9 +18,17 @@ coroutine, to embed it) does the rest, for each integration it runs (all of
 On shutdown it deletes the webhook configurations it created *before* it stops
 serving, so the API server never calls a dead URL with ``failurePolicy: Fail``.
 
+It reads the Kueue ``Configuration`` its Kueue runs with (:mod:`jobframework.config`):
+its feature gates, ``waitForPodsReady``, ``manageJobsWithoutQueueName``,
+``managedJobsNamespaceSelector``, ``labelKeysToCopy`` and ``objectRetentionPolicies``
+reach the generic reconciler and the webhooks, and its ``integrations.externalFrameworks``
+picks the reference integrations to run. Without one (:attr:`ManagerOptions.kueue_config`
+None) it uses the configuration Kueue v0.19.2 runs with when given none.
+
 It needs an admin-like identity (it writes CRDs and webhook configurations). Run it::
 
     python -m integrations run --kubeconfig ~/.kube/config [--integrations jobflow,daemonjob]
+    python -m integrations run --kueue-config-from-cluster   # Kueue's ConfigMap
 
 or embed it::
 
@@ -44,12 +52,20 @@ import attrs
 
 from integrations.catalog import (
     DEFAULT_INTEGRATIONS,
+    FRAMEWORK_NAMES,
     ReferenceIntegration,
     Wiring,
+    by_framework_name,
     reference_integrations,
 )
+from jobframework.config import (
+    Configuration,
+    ConfigurationError,
+    default_configuration,
+    reconciler_options_from,
+)
+from jobframework.constants import DEFAULT_KUEUE_VERSION, KueueVersion
 from jobframework.integrations import IntegrationManager
-from jobframework.reconciler import ReconcilerOptions
 from jobframework.runtime.client import Client
 from jobframework.runtime.errors import NotFound
 from jobframework.runtime.manager import Manager
@@ -85,7 +101,9 @@ class ManagerOptions:
     #: Where the serving certificate is written (a temporary directory when None).
     cert_dir: Path | None = None
     #: The reference integrations to run (keys of :data:`integrations.catalog.MODULES`).
-    integrations: tuple[str, ...] = DEFAULT_INTEGRATIONS
+    #: None: those :attr:`kueue_config` lists in ``integrations.externalFrameworks``, or
+    #: all of :data:`~integrations.catalog.DEFAULT_INTEGRATIONS` when it lists none.
+    integrations: tuple[str, ...] | None = None
     #: Name of both webhook configurations.
     webhook_configuration_name: str = "kueue-jobframework"
     install_crds: bool = True
@@ -97,8 +115,36 @@ class ManagerOptions:
     #: Seconds to wait for CRDs, the cache and the webhook probe.
     ready_timeout: float = 120.0
     #: Keep the Workloads' ``PodsReady`` condition, as Kueue's own integrations do when its
-    #: Configuration has ``waitForPodsReady`` (on by default in Kueue v0.19).
-    wait_for_pods_ready: bool = True
+    #: Configuration has ``waitForPodsReady`` (on by default in Kueue v0.19). None: as
+    #: :attr:`kueue_config` says; a bool overrides it.
+    wait_for_pods_ready: bool | None = None
+    #: The Kueue Configuration (loaded by :mod:`jobframework.config`) our reconcilers and
+    #: webhooks follow. None: Kueue v0.19.2's defaults (what Kueue runs with no config).
+    kueue_config: Configuration | None = None
+    #: The Kueue release we run beside (our version profile, not part of Kueue's document).
+    kueue_version: KueueVersion = DEFAULT_KUEUE_VERSION
+
+
+def select_integrations(config: Configuration, requested: Sequence[str] | None = None
+                        ) -> tuple[str, ...]:
+    """The reference integrations to run: ``requested`` when given, else those listed in
+    ``integrations.externalFrameworks``, else all of :data:`DEFAULT_INTEGRATIONS`.
+
+    Raises :class:`~jobframework.config.ConfigurationError` when the configuration lists
+    external frameworks but none of ours (the manager would have nothing to do).
+    """
+    if requested is not None:
+        return tuple(requested)
+    external = config.external_frameworks()
+    if not external:
+        return DEFAULT_INTEGRATIONS
+    ours = tuple(by_framework_name(external))
+    if not ours:
+        raise ConfigurationError([
+            "integrations.externalFrameworks: lists none of our reference integrations "
+            f"({', '.join(FRAMEWORK_NAMES.values())}); pass --integrations to run some "
+            "anyway"])
+    return ours
 
 
 def _served_resources(crds: Sequence[Object]) -> dict[str, tuple[str, str, str]]:
@@ -174,9 +220,18 @@ class ExternalFrameworkManager:
         self.options = options or ManagerOptions()
         self.manager: Manager | None = None
         self.webhook_server: WebhookServer | None = None
+        #: The Kueue Configuration followed (given, or v0.19.2's defaults).
+        self.kueue_config: Configuration = self.options.kueue_config or default_configuration()
         #: The integrations run, and what each one's ``setup`` registered.
         self.integrations: list[ReferenceIntegration] = reference_integrations(
-            self.options.integrations)
+            select_integrations(self.kueue_config, self.options.integrations))
+        if self.options.kueue_config is not None:
+            listed = set(self.kueue_config.external_frameworks())
+            for integration in self.integrations:
+                if integration.framework_name not in listed:
+                    log.warning("running %s, but Kueue's Configuration does not list %s in "
+                                "integrations.externalFrameworks", integration.name,
+                                integration.framework_name)
         self.wiring: dict[str, Wiring] = {}
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self._task: asyncio.Task[None] | None = None
@@ -214,8 +269,15 @@ class ExternalFrameworkManager:
                       metrics_bind_address=opts.metrics_bind_address,
                       graceful_shutdown_timeout=10.0, cache_sync_timeout=opts.ready_timeout)
         self.manager = mgr
-        kueue = ReconcilerOptions(integration_manager=im,
-                                  wait_for_pods_ready=opts.wait_for_pods_ready)
+        ours = {i.framework_name for i in self.integrations}
+        for kind_arg in self.kueue_config.external_frameworks():
+            if kind_arg not in ours:
+                # Kueue treats them as Kueue-managed owners (WithEnabledExternalFrameworks).
+                im.register_external_job_type(kind_arg)
+        kueue = reconciler_options_from(self.kueue_config, kueue_version=opts.kueue_version,
+                                        integration_manager=im)
+        if opts.wait_for_pods_ready is not None:
+            kueue = attrs.evolve(kueue, wait_for_pods_ready=opts.wait_for_pods_ready)
         for integration in self.integrations:
             self.wiring[integration.name] = await integration.setup(
                 mgr, webhook_server=server, kueue=kueue)

@@ -113,6 +113,8 @@ from .workload import (
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
+    from .config import Configuration
+
 log = logging.getLogger(__name__)
 
 NORMAL = "Normal"
@@ -1458,9 +1460,16 @@ async def setup_controllers(
     webhook_server: Any = None,
     enabled_frameworks: Sequence[str] = (c.DEFAULT_FRAMEWORK,),
     external_frameworks: Sequence[str] = (),
+    configuration: Configuration | None = None,
 ) -> frozenset[str]:
     """Set up the controllers, webhooks and indexes of the configured integrations
     (Kueue's ``SetupControllers`` + ``SetupIndexes``); returns the names set up now.
+
+    With ``configuration`` (Kueue's Configuration, see :mod:`jobframework.config`), the
+    options are :func:`~jobframework.config.reconciler_options_from` it over ``options``;
+    the frameworks set up are those of its ``integrations.frameworks`` and
+    ``externalFrameworks`` registered in ``integration_manager`` (the others are Kueue's
+    own), and every ``externalFrameworks`` kind is registered as externally managed.
 
     Each enabled framework whose API the server serves gets its reconciler (events
     reported as ``<framework>-<manager name>-controller``) and its webhook, and is marked
@@ -1469,6 +1478,13 @@ async def setup_controllers(
     on ``mgr`` that sets up its reconcilers, and marks it enabled, once the API appears
     (Kueue's ``WaitForAPI``). Other REST mapping errors fail the setup.
     """
+    if configuration is not None:
+        from .config import reconciler_options_from
+        options = reconciler_options_from(configuration, base=options)
+        external_frameworks = configuration.external_frameworks()
+        enabled_frameworks = [
+            n for n in (*configuration.frameworks(), *external_frameworks)
+            if integration_manager.get_integration(n) is not None]
     opts = attrs.evolve(options or ReconcilerOptions(),
                         integration_manager=integration_manager)
     # Marked enabled only once its controller exists, as Kueue's setupControllerAndWebhook.
