@@ -6,7 +6,9 @@
 - ``nox -s lint``: ruff and ``mypy --strict`` on ``src/``;
 - ``nox -s integration``: builds the Go control plane if its pins changed, starts it,
   runs the tests marked ``cluster``, and tears it down;
-- ``nox -s bench``: benchmarks, as ratios to baselines measured in the same run.
+- ``nox -s bench``: benchmarks, as ratios to baselines measured in the same run;
+- ``nox -s bench-cluster``: our batch/v1 Job integration against Kueue's own, on two local
+  control planes one after the other (``-- --jobs 500 --jobs 5000``).
 """
 
 from __future__ import annotations
@@ -61,3 +63,14 @@ def bench(session: nox.Session) -> None:
     """
     session.install("-e", ".")
     session.run("python", "benchmarks/run.py", *session.posargs)
+
+
+@nox.session(name="bench-cluster", python=PYTHON)
+def bench_cluster(session: nox.Session) -> None:
+    """Real-control-plane benchmark (see docs/performance.md); builds the cluster if needed.
+
+    ``nox -s bench-cluster -- --jobs 500 --jobs 5000`` (default: 500 Jobs).
+    """
+    session.install("-e", ".")
+    session.run("python", "-m", "jobframework.testing.cluster", "build")
+    session.run("python", "benchmarks/cluster.py", *session.posargs)

@@ -2,8 +2,11 @@
 
 Each reference integration is one subpackage of :mod:`integrations` that exports the
 same small surface (see ``integrations.jobflow``): ``FRAMEWORK_NAME`` (its entry in
-Kueue's ``integrations.externalFrameworks``), ``load_crds()``, ``register()``,
-``setup(mgr, *, webhook_server=None, kueue=None)`` and ``probe_object(namespace)``.
+Kueue's ``integrations.externalFrameworks``; ``EXTERNAL_FRAMEWORK_NAME`` when
+``FRAMEWORK_NAME`` is Kueue's internal name, as ``batch/job``), ``load_crds()``,
+``register()``, ``setup(mgr, *, webhook_server=None, kueue=None)``,
+``probe_object(namespace)`` and, for built-in kinds without a CRD,
+``webhook_resources()``.
 :func:`reference_integration` imports one and returns that surface as a typed
 :class:`ReferenceIntegration`; only the integrations a manager runs are imported.
 """
@@ -20,7 +23,7 @@ from jobframework.integrations import IntegrationManager
 from jobframework.reconciler import ReconcilerOptions
 from jobframework.runtime.manager import Manager
 from jobframework.runtime.objects import GVK, Object
-from jobframework.webhook import WebhookServer
+from jobframework.webhook import WebhookResource, WebhookServer, crd_webhook_resources
 
 #: Short name → module of every reference integration the manager knows, in the order
 #: they are set up.
@@ -28,6 +31,7 @@ MODULES: Final = {
     "jobflow": "integrations.jobflow",
     "daemonjob": "integrations.daemonjob",
     "appwrapper": "integrations.appwrapper",
+    "batchjob": "integrations.batchjob",
 }
 #: Short name → the integration's name in Kueue's ``integrations.externalFrameworks``
 #: (each module's ``FRAMEWORK_NAME``; known here without importing it).
@@ -35,8 +39,10 @@ FRAMEWORK_NAMES: Final = {
     "jobflow": "JobFlow.v1alpha1.api.practice.com",
     "daemonjob": "DaemonJob.v1alpha1.api.practice.com",
     "appwrapper": "AppWrapper.v1beta2.workload.codeflare.dev",
+    "batchjob": "Job.v1.batch",
 }
-#: What ``python -m integrations run`` runs when told nothing else.
+#: What ``python -m integrations run`` runs when told nothing else (``batchjob`` only on
+#: request: Kueue's own ``batch/job`` integration normally manages Jobs).
 DEFAULT_INTEGRATIONS: Final = ("jobflow", "daemonjob", "appwrapper")
 
 
@@ -71,6 +77,12 @@ class ReferenceIntegration:
     setup: SetupFunc
     #: A minimal queued object the mutating webhook must suspend (a dry-run probe).
     probe_object: Callable[[str], Object]
+    #: Kinds without a CRD of ours that the webhooks intercept (built-in kinds).
+    extra_webhook_resources: Callable[[], list[WebhookResource]] = list
+
+    def webhook_resources(self) -> list[WebhookResource]:
+        """Every kind its webhooks intercept: its CRDs' and the extra ones."""
+        return crd_webhook_resources(self.load_crds()) + self.extra_webhook_resources()
 
     @property
     def gvk(self) -> GVK:
@@ -94,13 +106,16 @@ def reference_integration(name: str) -> ReferenceIntegration:
         raise ValueError(f"unknown integration {name!r}; known: "
                          f"{', '.join(MODULES)}") from None
     module = importlib.import_module(module_name)
+    framework = getattr(module, "EXTERNAL_FRAMEWORK_NAME", None) or _attr(
+        module, "FRAMEWORK_NAME", name)
     return ReferenceIntegration(
         name=name,
-        framework_name=str(_attr(module, "FRAMEWORK_NAME", name)),
+        framework_name=str(framework),
         load_crds=_attr(module, "load_crds", name),
         register=_attr(module, "register", name),
         setup=_attr(module, "setup", name),
         probe_object=_attr(module, "probe_object", name),
+        extra_webhook_resources=getattr(module, "webhook_resources", list),
     )
 
 

@@ -71,6 +71,7 @@ from jobframework.runtime.errors import NotFound
 from jobframework.runtime.manager import Manager
 from jobframework.runtime.objects import GVK, Object
 from jobframework.webhook import (
+    WebhookResource,
     WebhookServer,
     WebhookSpec,
     mutating_webhook_configuration,
@@ -82,6 +83,14 @@ from jobframework.webhook import (
 log = logging.getLogger("integrations.manager")
 
 CRD_GVK: Final = GVK("apiextensions.k8s.io", "v1", "CustomResourceDefinition")
+#: Workers per controller of our kinds, as Kueue ships ``Job.batch: 5`` in its
+#: ``controller.groupKindConcurrency``; the Configuration's own entries win.
+DEFAULT_GROUP_KIND_CONCURRENCY: Final = {
+    "Job.batch": 5,
+    "JobFlow.api.practice.com": 5,
+    "DaemonJob.api.practice.com": 5,
+    "AppWrapper.workload.codeflare.dev": 5,
+}
 MUTATING_GVK: Final = GVK("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration")
 VALIDATING_GVK: Final = GVK("admissionregistration.k8s.io", "v1",
                             "ValidatingWebhookConfiguration")
@@ -147,43 +156,31 @@ def select_integrations(config: Configuration, requested: Sequence[str] | None =
     return ours
 
 
-def _served_resources(crds: Sequence[Object]) -> dict[str, tuple[str, str, str]]:
-    """``<group with dashes>-<version>-<kind lower-cased>`` (the tail of a
-    controller-runtime webhook path) → (group, version, plural), per served version."""
-    out: dict[str, tuple[str, str, str]] = {}
-    for crd in crds:
-        spec = crd["spec"]
-        kind = spec["names"]["kind"].lower()
-        for version in spec.get("versions") or []:
-            if version.get("served", True):
-                key = f"{spec['group'].replace('.', '-')}-{version['name']}-{kind}"
-                out[key] = (spec["group"], version["name"], spec["names"]["plural"])
-    return out
-
-
-def _webhook_specs(paths: Sequence[str], crds: Sequence[Object]
+def _webhook_specs(paths: Sequence[str], resources: Sequence[WebhookResource]
                    ) -> tuple[list[WebhookSpec], list[WebhookSpec]]:
     """(mutating, validating) specs for controller-runtime style webhook ``paths``
-    (``/mutate-<group with dashes>-<version>-<kind>``) of the kinds in ``crds``."""
-    by_path = _served_resources(crds)
+    (``/mutate-<group with dashes>-<version>-<kind>``) of the kinds in ``resources``."""
+    by_path = {r.path_suffix: r for r in resources}
     mutating: list[WebhookSpec] = []
     validating: list[WebhookSpec] = []
     for path in paths:
         verb, _, rest = path.lstrip("/").partition("-")
         try:
-            group, version, plural = by_path[rest]
+            res = by_path[rest]
         except KeyError:
-            raise ValueError(f"webhook path {path!r} serves no kind of the installed "
-                             "CRDs") from None
-        kind = rest.rsplit("-", 1)[-1]
+            raise ValueError(f"webhook path {path!r} serves no kind of the integrations "
+                             "run") from None
         # As Kueue's markers: defaulting on create only (on update it would suspend an
         # admitted job again), validation on create and update.
         operations: tuple[Literal["CREATE", "UPDATE"], ...] = (
             ("CREATE",) if verb == "mutate" else ("CREATE", "UPDATE"))
+        # The API server wants a name of at least three DNS labels ("mjob.batch" is not).
+        group = res.group if res.group.count(".") >= 1 else f"{res.group}.kueue-jobframework.io"
         spec = WebhookSpec(
-            name=f"{verb[0]}{kind}.{group}",
+            name=f"{verb[0]}{res.kind.lower()}.{group}",
             path=path,
-            rules=[rule(group, version, plural, operations)],
+            rules=[rule(res.group, res.version, res.plural, operations)],
+            namespace_selector=res.namespace_selector,
             timeout_seconds=10,
         )
         (mutating if verb == "mutate" else validating).append(spec)
@@ -265,9 +262,13 @@ class ExternalFrameworkManager:
         im = IntegrationManager()
         for integration in self.integrations:
             integration.register(im)
+        controller = self.kueue_config.controller
+        concurrency = {**DEFAULT_GROUP_KIND_CONCURRENCY,
+                       **((controller.group_kind_concurrency if controller else None) or {})}
         mgr = Manager(self.client, health_probe_bind_address=opts.health_probe_bind_address,
                       metrics_bind_address=opts.metrics_bind_address,
-                      graceful_shutdown_timeout=10.0, cache_sync_timeout=opts.ready_timeout)
+                      graceful_shutdown_timeout=10.0, cache_sync_timeout=opts.ready_timeout,
+                      group_kind_concurrency=concurrency)
         self.manager = mgr
         ours = {i.framework_name for i in self.integrations}
         for kind_arg in self.kueue_config.external_frameworks():
@@ -359,7 +360,8 @@ class ExternalFrameworkManager:
     async def register_webhooks(self, url: str, ca_bundle: bytes) -> None:
         """Point webhook configurations at ``url`` and prove the path works (dry run)."""
         paths = [p for wiring in self.wiring.values() for p in wiring.webhook_paths]
-        mutating, validating = _webhook_specs(paths, self.crds())
+        mutating, validating = _webhook_specs(
+            paths, [r for i in self.integrations for r in i.webhook_resources()])
         name = self.options.webhook_configuration_name
         for gvk, specs, build in ((MUTATING_GVK, mutating, mutating_webhook_configuration),
                                   (VALIDATING_GVK, validating,

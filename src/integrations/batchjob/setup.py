@@ -5,13 +5,21 @@ reconciler factory (plus a watch that re-reconciles child Jobs when their parent
 Workload changes), the webhook setup and the indexes. Call :func:`register` to add it to
 an :class:`~jobframework.integrations.IntegrationManager` (the process-wide one by
 default).
+
+It is also a reference integration of our external-framework manager
+(``python -m integrations run --integrations batchjob``): beside a Kueue whose own
+``batch/job`` integration is off and whose ``integrations.externalFrameworks`` lists
+``Job.v1.batch``, :func:`setup` runs the Job reconciler and webhook in our process.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
+
+import attrs
 
 from jobframework.base_webhook import NoopWebhook, setup_base_webhook
+from jobframework.constants import QUEUE_LABEL
 from jobframework.indexer import (
     OWNER_REFERENCE_UID,
     list_by_index,
@@ -24,13 +32,19 @@ from jobframework.integrations import (
     IntegrationManager,
     register_integration_once,
 )
-from jobframework.reconciler import new_generic_reconciler_factory
+from jobframework.reconciler import (
+    GenericReconciler,
+    ReconcilerOptions,
+    new_generic_reconciler_factory,
+)
 from jobframework.runtime.builder import ControllerBuilder
 from jobframework.runtime.client import Client
 from jobframework.runtime.handler import EnqueueRequestsFromMapFunc, Queue
+from jobframework.runtime.manager import Manager
 from jobframework.runtime.objects import Object, controller_of, name_of, namespace_of
 from jobframework.runtime.reconcile import Request
 from jobframework.runtime.source import DeleteEvent, GenericEvent
+from jobframework.webhook.manifests import WebhookResource
 from jobframework.webhook.server import WebhookServer
 from jobframework.workload import WORKLOAD_GVK
 
@@ -91,5 +105,75 @@ def register(manager: IntegrationManager | None = None) -> None:
     register_integration_once(FRAMEWORK_NAME, CALLBACKS, manager=manager)
 
 
-__all__ = ["CALLBACKS", "register", "setup_indexes", "setup_webhook",
-           "watch_child_jobs"]
+#: The name Kueue's configuration uses for batch/v1 Jobs in
+#: ``integrations.externalFrameworks`` (``Kind.version.group``).
+EXTERNAL_FRAMEWORK_NAME: Final = f"{JOB_GVK.kind}.{JOB_GVK.version}.{JOB_GVK.group}"
+#: The reporting controller of the Kueue-side events (Kueue's own name for it).
+KUEUE_CONTROLLER_NAME: Final = "job-controller"
+#: Kueue's webhooks for built-in kinds leave the system namespaces alone.
+_NOT_SYSTEM_NAMESPACES: Final = {"matchExpressions": [{
+    "key": "kubernetes.io/metadata.name", "operator": "NotIn",
+    "values": ["kube-system", "kueue-system"]}]}
+
+
+@attrs.frozen
+class BatchJobSetup:
+    """What :func:`setup` registered."""
+
+    kueue_reconciler: GenericReconciler | None = None
+    webhook_paths: tuple[str, ...] = ()
+
+
+def load_crds() -> list[Object]:
+    """None: batch/v1 is built in."""
+    return []
+
+
+def webhook_resources() -> list[WebhookResource]:
+    """The resource our Job webhooks intercept, scoped as Kueue's (no system namespaces)."""
+    return [WebhookResource("batch", "v1", "Job", "jobs",
+                            namespace_selector=_NOT_SYSTEM_NAMESPACES)]
+
+
+def probe_object(namespace: str) -> Object:
+    """A minimal queued Job; the mutating webhook must return it suspended."""
+    return {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "kueue-jobframework-webhook-probe", "namespace": namespace,
+                     "labels": {QUEUE_LABEL: "probe"}},
+        "spec": {"template": {"spec": {"restartPolicy": "Never",
+                                       "containers": [{"name": "c", "image": "probe"}]}}},
+    }
+
+
+async def setup(
+    mgr: Manager,
+    *,
+    webhook_server: WebhookServer | None = None,
+    kueue: ReconcilerOptions | None = None,
+) -> BatchJobSetup:
+    """With ``kueue`` options: the indexes, the generic Job reconciler and (with a server)
+    the Job webhook. Without them there is nothing to run: the Job controller runs Jobs."""
+    if kueue is None:
+        return BatchJobSetup()
+    await setup_indexes(mgr.get_cache())
+    factory = CALLBACKS.new_reconciler
+    assert factory is not None  # set above, in CALLBACKS
+    reconciler = factory(
+        mgr.get_client(), mgr.get_cache(), mgr.get_event_recorder_for(KUEUE_CONTROLLER_NAME),
+        kueue)
+    reconciler.setup_with_manager(mgr)
+    paths: list[str] = []
+    if webhook_server is not None:
+        paths = setup_webhook(
+            webhook_server, mgr.get_client(),
+            integration_manager=kueue.integration_manager,
+            manage_jobs_without_queue_name=kueue.manage_jobs_without_queue_name,
+            managed_jobs_namespace_selector=kueue.managed_jobs_namespace_selector,
+            features=kueue.features)
+    return BatchJobSetup(reconciler, tuple(paths))
+
+
+__all__ = ["CALLBACKS", "EXTERNAL_FRAMEWORK_NAME", "BatchJobSetup", "load_crds",
+           "probe_object", "register", "setup", "setup_indexes", "setup_webhook",
+           "watch_child_jobs", "webhook_resources"]

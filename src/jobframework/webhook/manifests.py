@@ -45,6 +45,36 @@ class ServiceRef:
     port: int = 443
 
 
+@attrs.frozen
+class WebhookResource:
+    """A kind webhooks intercept: its group, version, kind and plural resource name, and
+    which namespaces' requests reach the webhook (None: all)."""
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+    namespace_selector: Mapping[str, Any] | None = None
+
+    @property
+    def path_suffix(self) -> str:
+        """``<group with dashes>-<version>-<kind lower-cased>``: the tail of its
+        controller-runtime webhook paths (``/mutate-...``, ``/validate-...``)."""
+        return f"{self.group.replace('.', '-')}-{self.version}-{self.kind.lower()}"
+
+
+def crd_webhook_resources(crds: Sequence[Mapping[str, Any]]) -> list[WebhookResource]:
+    """The served versions of the kinds ``crds`` define."""
+    out: list[WebhookResource] = []
+    for crd in crds:
+        spec = crd["spec"]
+        for version in spec.get("versions") or []:
+            if version.get("served", True):
+                out.append(WebhookResource(spec["group"], version["name"],
+                                           spec["names"]["kind"], spec["names"]["plural"]))
+    return out
+
+
 @attrs.frozen(kw_only=True)
 class WebhookSpec:
     """One webhook of a configuration: its name, path and which requests it receives."""

@@ -63,11 +63,11 @@ def test_cli_integrations_flag() -> None:
 
 
 def test_webhook_specs_from_paths_and_crds() -> None:
-    crds = reference_integration("jobflow").load_crds()
+    resources = reference_integration("jobflow").webhook_resources()
     paths = ["/mutate-api-practice-com-v1alpha1-jobflow",
              "/validate-api-practice-com-v1alpha1-jobflow",
              "/validate-api-practice-com-v1alpha1-jobtemplate"]
-    mutating, validating = _webhook_specs(paths, crds)
+    mutating, validating = _webhook_specs(paths, resources)
     assert [s.name for s in mutating] == ["mjobflow.api.practice.com"]
     assert [s.name for s in validating] == ["vjobflow.api.practice.com",
                                             "vjobtemplate.api.practice.com"]
@@ -79,6 +79,27 @@ def test_webhook_specs_from_paths_and_crds() -> None:
 
 
 def test_webhook_path_of_an_unknown_kind_is_an_error() -> None:
-    crds = reference_integration("jobflow").load_crds()
+    resources = reference_integration("jobflow").webhook_resources()
     with pytest.raises(ValueError, match="/validate-example-com-v1-widget"):
-        _webhook_specs(["/validate-example-com-v1-widget"], crds)
+        _webhook_specs(["/validate-example-com-v1-widget"], resources)
+
+
+def test_batchjob_surface_and_its_webhooks_skip_system_namespaces() -> None:
+    # batch/v1 has no CRD of ours: the Job webhooks come from webhook_resources(), scoped
+    # as Kueue's own (kube-system and kueue-system left alone).
+    bj = reference_integration("batchjob")
+    assert bj.framework_name == "Job.v1.batch"
+    assert bj.gvk == GVK("batch", "v1", "Job")
+    assert bj.load_crds() == []
+    assert bj.probe_object("ns1")["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "probe"
+    assert "batchjob" not in DEFAULT_INTEGRATIONS
+    assert by_framework_name(["Job.v1.batch"]) == ["batchjob"]
+    mutating, validating = _webhook_specs(
+        ["/mutate-batch-v1-job", "/validate-batch-v1-job"], bj.webhook_resources())
+    # Webhook names need three DNS labels: a one-label group gets our domain.
+    assert [s.name for s in mutating + validating] == [
+        "mjob.batch.kueue-jobframework.io", "vjob.batch.kueue-jobframework.io"]
+    assert validating[0].rules[0]["resources"] == ["jobs"]
+    selector = mutating[0].namespace_selector
+    assert selector is not None
+    assert selector["matchExpressions"][0]["values"] == ["kube-system", "kueue-system"]

@@ -290,6 +290,16 @@ class LocalCluster:
         timings["etcd"] = time.monotonic() - self._t0
 
         # ---------------------------------------------------------- apiserver
+        audit_flags: list[str] = []
+        if self.topology.audit:
+            policy = sd / "config" / "audit-policy.yaml"
+            policy.write_text(yaml.safe_dump(manifests.audit_policy()))
+            (sd / "logs").mkdir(exist_ok=True)
+            audit_flags = [f"--audit-policy-file={policy}",
+                           f"--audit-log-path={sd / 'logs' / 'audit.log'}",
+                           "--audit-log-format=json", "--audit-log-maxsize=0",
+                           # Buffered batches: the log costs the API server little.
+                           "--audit-log-mode=batch"]
         self.procs.start(
             "kube-apiserver",
             [
@@ -315,6 +325,7 @@ class LocalCluster:
                 "--max-requests-inflight=1000",
                 "--max-mutating-requests-inflight=500",
                 "--profiling=false",
+                *audit_flags,
                 f"--v={v}",
             ],
             cwd=run_dir("kube-apiserver"),

@@ -66,6 +66,23 @@ class Topology:
     external_frameworks: tuple[str, ...] = EXTERNAL_FRAMEWORKS
     frameworks: tuple[str, ...] = ("batch/job",)
     extra_kueue_config: JSON = field(default_factory=dict)
+    #: Write the API server's audit log (``logs/audit.log``, one JSON line per completed
+    #: request at level Metadata: user, user agent, verb, resource), e.g. to count each
+    #: controller's requests in a benchmark.
+    audit: bool = False
+
+
+# --------------------------------------------------------------------------- audit
+
+
+def audit_policy() -> JSON:
+    """Every request at level Metadata, logged once when its response completes."""
+    return {
+        "apiVersion": "audit.k8s.io/v1",
+        "kind": "Policy",
+        "omitStages": ["RequestReceived", "ResponseStarted"],
+        "rules": [{"level": "Metadata"}],
+    }
 
 
 # --------------------------------------------------------------------------- nodes

@@ -1,0 +1,434 @@
+"""Real-control-plane benchmark: our batch/v1 Job integration against Kueue's own.
+
+Two local clusters (``jobframework.testing.cluster``), one after the other on this machine,
+in one invocation:
+
+* ``kueue``: Kueue's built-in ``batch/job`` integration manages the Jobs;
+* ``python``: Kueue's ``batch/job`` is off and ``Job.v1.batch`` is an external framework;
+  our manager (``python -m integrations run --integrations batchjob``) runs as its own
+  process beside Kueue, so its CPU time and memory are its own.
+
+On each, ``N`` queued Jobs (10m cpu, one pod each) are created ``--concurrency`` at a time
+into a ClusterQueue with ample quota, and the benchmark records when each Job is first seen
+unsuspended (a watch). It reports, per side: throughput (Jobs unsuspended per second, first
+create to last unsuspend), create→unsuspend latency p50/p99, API requests per Job by
+controller and verb (from the API server's audit log, by user agent), and for our manager
+CPU seconds per Job and peak RSS; then the ratios python/kueue.
+
+    python benchmarks/cluster.py --jobs 500               # one size
+    python benchmarks/cluster.py --jobs 500 --jobs 5000   # several
+    nox -s bench-cluster -- --jobs 500
+
+Results go to ``benchmarks/cluster-results.json`` (``--output -`` for none).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import signal
+import statistics
+import sys
+import time
+from collections import Counter
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from jobframework.runtime import errors
+from jobframework.runtime.client.rest import RestClient, Timeouts
+from jobframework.runtime.objects import GVK, Object
+from jobframework.testing.cluster import (
+    EXTERNAL_FRAMEWORKS,
+    QUEUE_LABEL,
+    LocalCluster,
+    Topology,
+    cache_root,
+)
+from jobframework.testing.cluster.manifests import FlavorSpec
+
+JOB = GVK("batch", "v1", "Job")
+NAMESPACE_GVK = GVK("", "v1", "Namespace")
+CQ = GVK("kueue.x-k8s.io", "v1beta2", "ClusterQueue")
+LQ = GVK("kueue.x-k8s.io", "v1beta2", "LocalQueue")
+QUEUE = "bench"
+BENCH_AGENT = "kueue-jf-bench"
+OUR_AGENT = "kueue-jobframework"
+RESULTS = Path(__file__).with_name("cluster-results.json")
+
+#: Nodes big enough that every benchmark pod is placed (pods stay Running: the run time
+#: is far longer than a benchmark, so no completion churn skews either side).
+BENCH_FLAVORS = (FlavorSpec("on-demand", nodes=2, node_cpu="1000", node_memory="4000Gi",
+                            node_pods="10000", quota_cpu="1000", quota_memory="4000Gi"),)
+POD_RUN_MS = 3_600_000
+KUEUE_TOPOLOGY = Topology(flavors=BENCH_FLAVORS, pod_run_ms=POD_RUN_MS, audit=True)
+#: Kueue's batch/job off (an integration whose CRD is absent stands in for an empty list,
+#: which Kueue would default to batch/job); Jobs are an external framework.
+PYTHON_TOPOLOGY = Topology(flavors=BENCH_FLAVORS, pod_run_ms=POD_RUN_MS, audit=True,
+                           frameworks=("jobset.x-k8s.io/jobset",),
+                           external_frameworks=(*EXTERNAL_FRAMEWORKS, "Job.v1.batch"))
+
+
+@dataclasses.dataclass
+class SideResult:
+    """One side of one size."""
+
+    side: str
+    jobs: int
+    seconds: float
+    throughput: float
+    p50: float
+    p99: float
+    #: controller → verb → requests per Job during the run.
+    requests_per_job: dict[str, dict[str, float]]
+    #: Our manager only: CPU seconds per Job during the run, and peak RSS in MB.
+    cpu_ms_per_job: float | None = None
+    peak_rss_mb: float | None = None
+
+
+def namespace_for(n: int) -> str:
+    """Each size runs in a namespace of its own (deleted afterwards, not waited for)."""
+    return f"bench-{n}"
+
+
+def job_manifest(i: int, ns: str) -> Object:
+    return {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": f"bench-{i:05d}", "namespace": ns, "labels": {QUEUE_LABEL: QUEUE}},
+        "spec": {"parallelism": 1, "completions": 1, "template": {"spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "main", "image": "registry.example/fake:1",
+                            "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}]}}},
+    }
+
+
+# --------------------------------------------------------------------------- audit log
+
+
+def controller_of_agent(agent: str) -> str:
+    """A short controller name for an audit event's user agent."""
+    if agent.startswith(BENCH_AGENT):
+        return "benchmark"
+    if agent.startswith(OUR_AGENT):
+        return "ours"
+    head = agent.split("/", 1)[0]
+    if head == "kueue" or head.startswith("kueue-") or "kueue" in agent.split(" ", 1)[0]:
+        return "kueue"
+    if head in ("kube-controller-manager", "kube-scheduler", "kwok", "kube-apiserver"):
+        return head
+    return head or "unknown"
+
+
+def count_requests(audit: Path, offset: int) -> Counter[tuple[str, str]]:
+    """(controller, verb) → requests in the audit log after byte ``offset``."""
+    counts: Counter[tuple[str, str]] = Counter()
+    with audit.open("rb") as f:
+        f.seek(offset)
+        for line in f:
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue
+            if ev.get("stage") != "ResponseComplete":
+                continue
+            counts[(controller_of_agent(str(ev.get("userAgent") or "")),
+                    str(ev.get("verb") or ""))] += 1
+    return counts
+
+
+def audit_size(audit: Path) -> int:
+    return audit.stat().st_size if audit.exists() else 0
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def proc_cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks
+
+
+def proc_peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+@contextlib.asynccontextmanager
+async def our_manager(kubeconfig: str, log: Path) -> AsyncIterator[int]:
+    """Our external-framework manager for batch/v1 Jobs as a process; yields its pid once
+    its webhook suspends a queued Job."""
+    out = log.open("wb")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "integrations", "run", "--kubeconfig", kubeconfig,
+        "--integrations", "batchjob", stdout=out, stderr=asyncio.subprocess.STDOUT)
+    try:
+        yield proc.pid
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(proc.wait(), 60)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+        out.close()
+
+
+# --------------------------------------------------------------------------- one side
+
+
+async def setup_cluster_queue(client: RestClient) -> None:
+    with contextlib.suppress(errors.AlreadyExists):
+        await client.create({
+            "apiVersion": CQ.api_version, "kind": "ClusterQueue", "metadata": {"name": QUEUE},
+            "spec": {"namespaceSelector": {}, "resourceGroups": [{
+                "coveredResources": ["cpu", "memory"],
+                "flavors": [{"name": "on-demand", "resources": [
+                    {"name": "cpu", "nominalQuota": "1000"},
+                    {"name": "memory", "nominalQuota": "4000Gi"}]}]}]}})
+    await wait_for("ClusterQueue active", lambda: _cq_active(client), 120)
+
+
+async def setup_namespace(client: RestClient, ns: str) -> None:
+    """The namespace and its LocalQueue, once its ServiceAccount exists."""
+    with contextlib.suppress(errors.AlreadyExists):
+        await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    with contextlib.suppress(errors.AlreadyExists):
+        await client.create({"apiVersion": LQ.api_version, "kind": "LocalQueue",
+                             "metadata": {"name": QUEUE, "namespace": ns},
+                             "spec": {"clusterQueue": QUEUE}})
+    await wait_for(f"ServiceAccount {ns}/default", lambda: _has_sa(client, ns), 120)
+
+
+async def _cq_active(client: RestClient) -> bool:
+    cq = await client.get(CQ, QUEUE)
+    return any(c.get("type") == "Active" and c.get("status") == "True"
+               for c in (cq.get("status") or {}).get("conditions") or [])
+
+
+async def _has_sa(client: RestClient, ns: str) -> bool:
+    try:
+        await client.get(GVK("", "v1", "ServiceAccount"), "default", namespace=ns)
+        return True
+    except errors.NotFound:
+        return False
+
+
+async def _suspends(client: RestClient, ns: str) -> bool:
+    probe = job_manifest(99999, ns)
+    probe["metadata"]["name"] = "bench-probe"
+    try:
+        out = await client.create(probe, dry_run=True)
+    except errors.ApiError:
+        return False
+    return bool(out["spec"].get("suspend"))
+
+
+async def wait_for(what: str, probe: Any, limit: float) -> None:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        try:
+            if await probe():
+                return
+        except errors.ApiError:
+            pass
+        await asyncio.sleep(0.5)
+    raise TimeoutError(f"timed out after {limit:.0f}s waiting for {what}")
+
+
+async def follow_unsuspends(client: RestClient, ns: str, seen: dict[str, float],
+                            stop: asyncio.Event) -> None:
+    """Record the first time each Job is seen with ``spec.suspend: false``."""
+    while not stop.is_set():
+        listed = await client.list(JOB, namespace=ns)
+        for j in listed.items:
+            if j["spec"].get("suspend") is False:
+                seen.setdefault(j["metadata"]["name"], time.monotonic())
+        stream = client.watch(JOB, namespace=ns, resource_version=listed.resource_version)
+        try:
+            async for ev in stream:
+                obj = ev.object
+                if ev.type in ("ADDED", "MODIFIED") and obj.get("spec", {}).get("suspend") is False:
+                    seen.setdefault(obj["metadata"]["name"], time.monotonic())
+                if stop.is_set():
+                    break
+        except errors.Gone:
+            continue
+        finally:
+            await stream.aclose()
+
+
+async def run_side(side: str, topology: Topology, sizes: list[int], concurrency: int,
+                   say: Any) -> list[SideResult]:
+    state_dir = cache_root() / "clusters" / f"bench-{side}-{os.getpid()}"
+    cluster = LocalCluster(state_dir, topology)
+    say(f"[{side}] starting a local cluster...")
+    info = cluster.up()
+    audit = state_dir / "logs" / "audit.log"
+    results: list[SideResult] = []
+    try:
+        async with await RestClient.from_kubeconfig(
+                info.kubeconfig, user_agent=BENCH_AGENT,
+                timeouts=Timeouts(read=60.0, watch_inactivity=120.0)) as client:
+            await setup_cluster_queue(client)
+            await setup_namespace(client, "bench-probe")
+            async with contextlib.AsyncExitStack() as stack:
+                pid: int | None = None
+                if side == "python":
+                    pid = await stack.enter_async_context(
+                        our_manager(info.kubeconfig, state_dir / "logs" / "our-manager.log"))
+                await wait_for(f"{side}: the Job webhook to suspend a queued Job",
+                               lambda: _suspends(client, "bench-probe"), 180)
+                for n in sizes:
+                    ns = namespace_for(n)
+                    await setup_namespace(client, ns)
+                    r = await measure(side, client, ns, n, concurrency, audit, pid, say)
+                    say(f"[{side}] {n} Jobs in {r.seconds}s: {r.throughput} Jobs/s, "
+                        f"p50 {r.p50}s, p99 {r.p99}s"
+                        + (f", {r.cpu_ms_per_job} ms CPU/Job, peak RSS {r.peak_rss_mb} MB"
+                           if pid else ""))
+                    results.append(r)
+                    # Gone in the background: its pods and Workloads are deleted by GC.
+                    await client.delete(NAMESPACE_GVK, ns)
+    finally:
+        cluster.down()
+        shutil.rmtree(state_dir, ignore_errors=True)
+    return results
+
+
+async def measure(side: str, client: RestClient, ns: str, n: int, concurrency: int,
+                  audit: Path, pid: int | None, say: Any) -> SideResult:
+    say(f"[{side}] {n} Jobs, {concurrency} creates at a time...")
+    seen: dict[str, float] = {}
+    created: dict[str, float] = {}
+    stop = asyncio.Event()
+    follower = asyncio.create_task(follow_unsuspends(client, ns, seen, stop))
+    await asyncio.sleep(1.0)
+    offset = audit_size(audit)
+    cpu0 = proc_cpu_seconds(pid) if pid else 0.0
+    sem = asyncio.Semaphore(concurrency)
+    t0 = time.monotonic()
+
+    async def create(i: int) -> None:
+        async with sem:
+            obj = await client.create(job_manifest(i, ns))
+            created[obj["metadata"]["name"]] = time.monotonic()
+
+    await asyncio.gather(*(create(i) for i in range(n)))
+    names = set(created)
+    deadline = time.monotonic() + max(300.0, n * 0.5)
+    while not names <= set(seen):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{side}: only {len(names & set(seen))} of {n} unsuspended")
+        await asyncio.sleep(0.2)
+    t_end = max(seen[k] for k in names)
+    cpu1 = proc_cpu_seconds(pid) if pid else 0.0
+    stop.set()
+    follower.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await follower
+    await asyncio.sleep(3.0)  # the audit backend writes in batches
+    counts = count_requests(audit, offset)
+    lat = sorted(seen[k] - created[k] for k in names)
+    per_job: dict[str, dict[str, float]] = {}
+    for (controller, verb), count in sorted(counts.items()):
+        per_job.setdefault(controller, {})[verb] = round(count / n, 3)
+    seconds = t_end - t0
+    return SideResult(
+        side=side, jobs=n, seconds=round(seconds, 2), throughput=round(n / seconds, 2),
+        p50=round(statistics.median(lat), 3), p99=round(lat[int(0.99 * (len(lat) - 1))], 3),
+        requests_per_job=per_job,
+        cpu_ms_per_job=round((cpu1 - cpu0) * 1000 / n, 2) if pid else None,
+        peak_rss_mb=round(proc_peak_rss_mb(pid), 1) if pid else None)
+
+
+# --------------------------------------------------------------------------- report
+
+
+def writes(r: SideResult, controller: str) -> float:
+    verbs = r.requests_per_job.get(controller, {})
+    return sum(v for k, v in verbs.items() if k in ("create", "update", "patch", "delete"))
+
+
+def report(results: list[SideResult], say: Any) -> list[dict[str, Any]]:
+    rows = []
+    by = {(r.side, r.jobs): r for r in results}
+    for n in sorted({r.jobs for r in results}):
+        k, p = by.get(("kueue", n)), by.get(("python", n))
+        if k is None or p is None:
+            continue
+        # Kueue's job reconciler's share: what Kueue does on its own side minus what it
+        # still does beside ours (the scheduler, the Workload controller, ...).
+        kueue_job_writes = writes(k, "kueue") - writes(p, "kueue")
+        row = {
+            "jobs": n,
+            "throughput": {"kueue": k.throughput, "python": p.throughput,
+                           "ratio": round(p.throughput / k.throughput, 3)},
+            "p50": {"kueue": k.p50, "python": p.p50, "ratio": round(p.p50 / k.p50, 3)},
+            "p99": {"kueue": k.p99, "python": p.p99, "ratio": round(p.p99 / k.p99, 3)},
+            "job_controller_writes_per_job": {"kueue": round(kueue_job_writes, 3),
+                                              "python": round(writes(p, "ours"), 3)},
+            "ours_cpu_ms_per_job": p.cpu_ms_per_job, "ours_peak_rss_mb": p.peak_rss_mb,
+            "requests_per_job": {"kueue": k.requests_per_job, "python": p.requests_per_job},
+        }
+        rows.append(row)
+        say(f"\nN={n}: throughput {k.throughput} (Go) vs {p.throughput} (ours) Jobs/s -> "
+            f"ratio {row['throughput']['ratio']}")
+        say(f"  create->unsuspend p50 {k.p50}s vs {p.p50}s (ratio {row['p50']['ratio']}), "
+            f"p99 {k.p99}s vs {p.p99}s (ratio {row['p99']['ratio']})")
+        say(f"  job-controller writes per Job: Kueue {kueue_job_writes:.2f}, ours "
+            f"{writes(p, 'ours'):.2f}; ours {p.cpu_ms_per_job} ms CPU per Job, "
+            f"peak RSS {p.peak_rss_mb} MB")
+        for side, r in (("kueue", k), ("python", p)):
+            say(f"  [{side}] requests per Job: " + "; ".join(
+                f"{c}: " + ", ".join(f"{v} {verb}" for verb, v in sorted(verbs.items()))
+                for c, verbs in sorted(r.requests_per_job.items())))
+    return rows
+
+
+async def run_all(args: argparse.Namespace, say: Any) -> list[SideResult]:
+    sizes = args.jobs or [500]
+    results: list[SideResult] = []
+    for side, topology in (("kueue", KUEUE_TOPOLOGY), ("python", PYTHON_TOPOLOGY)):
+        if args.only and side != args.only:
+            continue
+        results += await run_side(side, topology, sizes, args.concurrency, say)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--jobs", type=int, action="append",
+                   help="Jobs per run (repeat for several sizes; default 500)")
+    p.add_argument("--concurrency", type=int, default=16, help="creates in flight")
+    p.add_argument("--only", choices=("kueue", "python"), help="one side only")
+    p.add_argument("--output", default=str(RESULTS), help="results file ('-' for none)")
+    args = p.parse_args(argv)
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+
+    results = asyncio.run(run_all(args, say))
+    rows = report(results, say)
+    if args.output != "-":
+        Path(args.output).write_text(json.dumps({
+            "date": dt.date.today().isoformat(), "python": platform.python_version(),
+            "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+            "concurrency": args.concurrency,
+            "sides": [dataclasses.asdict(r) for r in results], "comparison": rows,
+        }, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
