@@ -12,8 +12,8 @@ plain methods working on the in-memory object. Mutating methods (``suspend``,
 ``run_with_pod_sets_info``, ``restore_pod_sets_info``) change the object only; the
 reconciler writes it back.
 
-Left out for now: ``ComposableJob`` (multi-object jobs such as pod groups) and the
-MultiKueue watcher extensions.
+``ComposableJob`` (multi-object jobs such as pod groups) is in :mod:`jobframework.composable`
+and the optional MultiKueue adapter extensions are in :mod:`jobframework.multikueue`.
 """
 
 from __future__ import annotations
