@@ -21,7 +21,10 @@ metadata changes are updates; Workload status changes are server-side applies (s
 :mod:`jobframework.workload`).
 
 Elastic jobs (``kueue.x-k8s.io/elastic-job: "true"``) get workload slices: a scale-up of
-an admitted job creates a replacement slice. Left out: ``ComposableJob``.
+an admitted job creates a replacement slice. A job that is also a
+:class:`~jobframework.composable.ComposableJob` is loaded, matched, built, started and
+stopped through its own methods. Kueue's job metrics (workload creation latency, time to
+ready) are recorded in :attr:`JobReconciler.metrics` (see :mod:`jobframework.metrics`).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from . import workload as wlpkg
 from .api.base import ObjectMeta, OwnerReference
 from .api.conditions import CONDITION_FALSE, CONDITION_TRUE, Condition, find_condition
 from .api.workload import PodSet, PriorityClassRef, Workload, WorkloadSpec
+from .composable import ComposableJob, evicted_stop_reason
 from .constants import DEFAULT_FEATURES, FeatureGate, FeatureGates
 from .field import go_quote
 from .indexer import list_owned_workloads, setup_workload_owner_index
@@ -65,6 +69,8 @@ from .interface import (
     StopReason,
     TopLevelJob,
 )
+from .metrics import JobMetrics, job_metrics_for, record_workload_creation_latency
+from .multikueue import should_skip_local_execution
 from .naming import generate_workload_name_with_extra, get_workload_name_for_owner_with_gvk
 from .podset import (
     PodSetInfo,
@@ -218,6 +224,9 @@ class ReconcilerOptions:
     queues: Any = None
     #: Register a no-op webhook (for disabled integrations).
     noop_webhook: bool = False
+    #: Kueue's job metrics (None: the manager's registry once set up with a manager, else
+    #: a registry of the reconciler's own).
+    metrics: JobMetrics | None = None
 
 
 class ReconcilerOptionOverrides(TypedDict, total=False):
@@ -240,6 +249,7 @@ class ReconcilerOptionOverrides(TypedDict, total=False):
     features: FeatureGates
     queues: Any
     noop_webhook: bool
+    metrics: JobMetrics | None
 
 
 def process_options(
@@ -524,6 +534,8 @@ class JobReconciler:
         self.label_keys_to_copy = opts.label_keys_to_copy
         self.annotations_to_copy = opts.annotations_to_copy
         self.workload_retention_policy = opts.workload_retention_policy
+        #: Where Kueue's job metrics are recorded (see :mod:`jobframework.metrics`).
+        self.metrics = opts.metrics if opts.metrics is not None else JobMetrics()
 
     def _event(self, obj: Object, type_: str, reason: str, message: str) -> None:
         self.recorder.event(obj, type_, reason, message)
@@ -542,16 +554,19 @@ class JobReconciler:
 
     async def _reconcile(self, req: Request, job: GenericJob) -> Result:
         obj = job.object()
-        # 1. Load the job.
-        try:
-            fetched = await self.client.get(job.gvk(), req.name, namespace=req.namespace)
-        except errors.NotFound:
-            should_finalize = True
-            obj.clear()
+        # 1. Load the job (a ComposableJob loads its members itself).
+        if isinstance(job, ComposableJob):
+            should_finalize = await job.load(self.client, req.key)
         else:
-            obj.clear()
-            obj.update(fetched)
-            should_finalize = is_being_deleted(obj)
+            try:
+                fetched = await self.client.get(job.gvk(), req.name, namespace=req.namespace)
+            except errors.NotFound:
+                should_finalize = True
+                obj.clear()
+            else:
+                obj.clear()
+                obj.update(fetched)
+                should_finalize = is_being_deleted(obj)
         # 2. Skip.
         if isinstance(job, JobWithSkip) and job.skip():
             return Result()
@@ -632,13 +647,13 @@ class JobReconciler:
             return Result()
         # 9.5 On hold.
         if isinstance(job, JobWithOnHold) and job.is_on_hold():
-            if wl is not None and wl.has_quota_reservation():
-                wlpkg.unset_quota_reservation_with_condition(
-                    wl, c.WORKLOAD_ON_HOLD, c.MSG_JOB_ON_HOLD, now(), features=self.features)
+            if (wl is not None and wl.has_quota_reservation()
+                    and wlpkg.unset_quota_reservation_with_condition(
+                        wl, c.WORKLOAD_ON_HOLD, c.MSG_JOB_ON_HOLD, now(), features=self.features)):
                 try:
                     await wlpkg.apply_admission_status(self.client, wl, features=self.features)
-                except errors.ApiError as err:
-                    log.error("putting workload on hold: %s", err)
+                except errors.ApiError as err:  # returned: the reconcile is retried
+                    raise _wrap("putting workload on hold", err) from err
             return Result()
         # 9.6 Job finished.
         message, success, finished = job.finished()
@@ -669,10 +684,16 @@ class JobReconciler:
         if self.wait_for_pods_ready:
             cond = await self._pods_ready_condition(job, wl)
             if not _has_condition_with_type_and_reason(wl, cond):
-                with contextlib.suppress(errors.NotFound):
+                ready_at = self.clock.now()
+                try:
                     await wlpkg.set_condition_and_update(
                         self.client, wl, cond, c.PODS_READY_FIELD_MANAGER, self.clock,
                         features=self.features)
+                except errors.NotFound:
+                    return Result()
+                # Time to ready: only the first start, not a recovery.
+                if cond.status == CONDITION_TRUE and cond.reason == c.WORKLOAD_STARTED:
+                    await self.metrics.record_pods_ready(self.client, wl, ready_at, self.clock)
                 return Result()
         # 9.10 Eviction.
         evicted = wl.find_condition(c.WORKLOAD_EVICTED)
@@ -691,7 +712,7 @@ class JobReconciler:
                     raise
                 return Result()
             if wl.has_quota_reservation():
-                self._record_admission_check_update(obj, wl)
+                self._record_admission_check_update(obj, wl, job)
             if isinstance(job, JobWithCustomQueueNameChange):
                 await job.custom_queue_name_change(self.client, wl)
             else:
@@ -706,9 +727,12 @@ class JobReconciler:
 
     async def _finalize(self, req: Request, job: GenericJob) -> None:
         try:
-            owned = await list_owned_workloads(self.client, job.gvk(), req.namespace, req.name)
-            for item in owned:
-                wl = wlpkg.from_object(item)
+            if isinstance(job, ComposableJob):
+                children = await job.list_child_workloads(self.client, req.key)
+            else:
+                children = [wlpkg.from_object(item) for item in await list_owned_workloads(
+                    self.client, job.gvk(), req.namespace, req.name)]
+            for wl in children:
                 await wlpkg.finalize_orphaned_workload(
                     self.client, wl, wl.metadata.controller_ref() is not None, self.clock,
                     features=self.features)
@@ -797,8 +821,14 @@ class JobReconciler:
         if owner is not None and owner.uid != uid_of(obj):
             log.info("the workload %s is already owned by another object", wlpkg.key(wl))
             return None
-        wl = await ensure_prebuilt_workload_ownership(self.client, wl, obj)
-        if not await equivalent_to_workload(self.client, job, wl, features=self.features):
+        if isinstance(job, ComposableJob):
+            await job.ensure_workload_owned_by_all_members(self.client, self.recorder, wl)
+            equivalent = await job.equivalent_to_workload(self.client, wl)
+        else:
+            wl = await ensure_prebuilt_workload_ownership(self.client, wl, obj)
+            equivalent = await equivalent_to_workload(self.client, job, wl,
+                                                      features=self.features)
+        if not equivalent:
             await wlpkg.finish(self.client, wl, c.FINISHED_REASON_OUT_OF_SYNC,
                                c.MSG_PREBUILT_OUT_OF_SYNC, self.clock, features=self.features)
             return None
@@ -807,26 +837,16 @@ class JobReconciler:
     async def _find_matching_workloads(
         self, job: GenericJob, obj: Object
     ) -> tuple[Workload | None, list[Workload]]:
-        owned = await list_owned_workloads(self.client, job.gvk(), namespace_of(obj),
-                                           name_of(obj))
-        match: Workload | None = None
-        to_delete: list[Workload] = []
-        for item in owned:
-            wl = wlpkg.from_object(item)
-            if match is None and await equivalent_to_workload(self.client, job, wl,
-                                                               features=self.features):
-                match = wl
-            else:
-                to_delete.append(wl)
-        return match, to_delete
+        del obj  # the job's own object
+        if isinstance(job, ComposableJob):
+            return await job.find_matching_workloads(self.client, self.recorder)
+        return await find_matching_workloads(self.client, job, features=self.features)
 
     async def _update_workload_to_match_job(
         self, job: GenericJob, obj: Object, wl: Workload
     ) -> Workload:
         try:
-            new_wl = await construct_workload(
-                self.client, job, self.label_keys_to_copy, self.annotations_to_copy,
-                features=self.features)
+            new_wl = await self._construct_workload(job)
         except Exception as err:
             raise _wrap("can't construct workload for update", err) from err
         await self._prepare_workload(job, obj, new_wl, wl.spec.active)
@@ -840,29 +860,22 @@ class JobReconciler:
         return updated
 
     async def _update_admission_gated_by(self, obj: Object, wl: Workload) -> None:
-        if not self.features.enabled(FeatureGate.ADMISSION_GATED_BY):
-            return
-        before = wl.to_dict()
-        if not propagate_admission_gated_by_annotation(obj, wl, features=self.features):
-            return
-        try:
-            await patch_object(self.client, before, lambda: _set_annotations(
-                before, wl.metadata.annotations))
-        except errors.ApiError as err:
-            raise _wrap("updating the AdmissionGatedBy of existing workload", err) from err
-        wl.metadata.resource_version = resource_version_of(before)
-        self._event(obj, NORMAL, c.REASON_UPDATED_WORKLOAD, c.MSG_UPDATED_ADMISSION_GATED_BY.format(
-            annotations_of(obj).get(c.ADMISSION_GATED_BY_ANNOTATION, "")))
+        await update_admission_gated_by(self.client, self.recorder, obj, wl,
+                                        features=self.features)
+
+    async def _construct_workload(self, job: GenericJob) -> Workload:
+        if isinstance(job, ComposableJob):
+            return await job.construct_composable_workload(
+                self.client, self.recorder, self.label_keys_to_copy, self.annotations_to_copy)
+        return await construct_workload(self.client, job, self.label_keys_to_copy,
+                                        self.annotations_to_copy, features=self.features)
 
     async def _prepare_workload(
         self, job: GenericJob, obj: Object, wl: Workload, active: bool | None
     ) -> None:
         propagate_admission_gated_by_annotation(obj, wl, features=self.features)
-        ref, priority = await extract_priority(self.client, self.recorder, obj,
-                                               wl.spec.pod_sets, job, features=self.features)
-        if ref is not None:
-            wl.spec.priority_class_ref = ref
-        wl.spec.priority = priority
+        await prepare_workload_priority(self.client, self.recorder, obj, wl, job,
+                                        features=self.features)
         if not self.features.enabled(FeatureGate.PARTIAL_ADMISSION):
             for ps in wl.spec.pod_sets:
                 _unset(ps, "min_count")
@@ -940,30 +953,37 @@ class JobReconciler:
         def replaces(s: Workload) -> str | None:
             return (s.metadata.annotations or {}).get(c.WORKLOAD_SLICE_REPLACEMENT_FOR_ANNOTATION)
 
-        def replaced_by_reserved(s: Workload) -> bool:
-            return any(replaces(o) == wlpkg.key(s) and o.has_quota_reservation() for o in slices)
-
-        reserved = [s for s in slices if s.has_quota_reservation() and not s.is_evicted()
-                    and not replaced_by_reserved(s)]
-        keep: list[Workload] = []
-        selected: Workload | None = None
-        if reserved:
-            active = reserved[-1]
-            keep.append(active)
-            pending = [s for s in slices if replaces(s) == wlpkg.key(active)
-                       and not s.has_quota_reservation()]
-            if pending:
-                keep.append(pending[-1])
-            selected = pending[-1] if pending else active
-        else:
-            candidates = [s for s in slices if not s.is_evicted()]
-            if candidates:
-                selected = candidates[-1]
-                keep.append(selected)
+        # One replacement per replaced slice, evicted ones ignored: the oldest, unless a
+        # later one holds a reservation and it does not (Kueue's ``normalizeActiveSlices``).
+        replacement: dict[str, Workload] = {}
+        for s in slices:
+            target = replaces(s)
+            if target is None or s.is_evicted():
+                continue
+            first = replacement.get(target)
+            if first is None or (not first.has_quota_reservation()
+                                 and s.has_quota_reservation()):
+                replacement[target] = s
+        # The newest reserved slice whose replacement (if any) holds no reservation yet,
+        # and the newest slice not evicted.
+        active: Workload | None = None
+        latest: Workload | None = None
+        for s in slices:
+            if s.is_evicted():
+                continue
+            latest = s
+            repl = replacement.get(wlpkg.key(s))
+            if s.has_quota_reservation() and (repl is None or not repl.has_quota_reservation()):
+                active = s
+        pending = replacement.get(wlpkg.key(active)) if active is not None else None
+        if pending is not None and pending.has_quota_reservation():
+            pending = None
+        selected = pending if pending is not None else active if active is not None else latest
+        keep = [k for k in (selected, active) if k is not None]
         for s in slices:
             if any(s is k for k in keep):
                 continue
-            if any(replaces(o) == wlpkg.key(s) for o in slices):
+            if wlpkg.key(s) in replacement:
                 reason, message = c.WORKLOAD_SLICE_REPLACED, c.MSG_SLICE_REPLACED
             else:
                 reason, message = c.FINISHED_REASON_OUT_OF_SYNC, c.MSG_SLICE_OUT_OF_SYNC
@@ -1008,13 +1028,12 @@ class JobReconciler:
             return Result()
         if prebuilt:
             raise PrebuiltWorkloadNotFoundError()
-        wl = await construct_workload(self.client, job, self.label_keys_to_copy,
-                                      self.annotations_to_copy, features=self.features)
+        wl = await self._construct_workload(job)
         if self._slice_enabled(obj):
             wl.metadata.name = self._slice_name(job, obj)
         await self._prepare_workload(job, obj, wl, None)
         try:
-            await self.client.create(wl.to_dict())
+            created = await self.client.create(wl.to_dict())
         except errors.AlreadyExists:
             # Most often our previous pass created it and the cache has not seen it yet:
             # requeue with backoff (as Go's returned error would) but without an error
@@ -1024,6 +1043,8 @@ class JobReconciler:
             return Result(requeue=True)
         self._event(obj, NORMAL, c.REASON_CREATED_WORKLOAD,
                     c.MSG_CREATED_WORKLOAD.format(wlpkg.key(wl)))
+        record_workload_creation_latency(self.metrics, obj, job.gvk().kind,
+                                         wlpkg.from_object(created), features=self.features)
         return Result()
 
     async def _pods_ready_condition(self, job: GenericJob, wl: Workload) -> Condition:
@@ -1104,6 +1125,14 @@ class JobReconciler:
         infos = await pod_sets_info_from_status(self.client, wl, features=self.features)
         assert wl.status is not None and wl.status.admission is not None
         msg = c.MSG_ADMITTED_BY_CLUSTER_QUEUE.format(wl.status.admission.cluster_queue)
+        if isinstance(job, ComposableJob):
+            if (self.features.enabled(FeatureGate.MULTIKUEUE)
+                    and await should_skip_local_execution(self.client, wl)):
+                log.debug("workload %s has a MultiKueue admission check, not run locally",
+                          wlpkg.key(wl))
+                return
+            await job.run(self.client, wl, infos or [], self.recorder, msg)
+            return
 
         async def run() -> None:
             await job.run_with_pod_sets_info(self.client, infos or [])
@@ -1116,6 +1145,13 @@ class JobReconciler:
     ) -> None:
         obj = job.object()
         infos = pod_sets_info_from_workload_spec(wl.spec.pod_sets) if wl is not None else None
+        # Checked first: a ComposableJob's ``stop`` would also pass for JobWithCustomStop.
+        if isinstance(job, ComposableJob):
+            stopped = await job.stop(self.client, infos or [], evicted_stop_reason(reason, wl),
+                                     message)
+            for member in stopped:
+                self._event(member, NORMAL, c.REASON_STOPPED, c.truncate_event_message(message))
+            return
         if isinstance(job, JobWithCustomStop):
             if await job.stop(self.client, infos or [], reason, message):
                 self._event(obj, NORMAL, c.REASON_STOPPED, c.truncate_event_message(message))
@@ -1131,13 +1167,19 @@ class JobReconciler:
         await patch_object(self.client, obj, stop)
         self._event(obj, NORMAL, c.REASON_STOPPED, c.truncate_event_message(message))
 
-    def _record_admission_check_update(self, obj: Object, wl: Workload) -> None:
+    def _record_admission_check_update(
+        self, obj: Object, wl: Workload, job: GenericJob | None = None
+    ) -> None:
         checks = (wl.status.admission_checks if wl.status else None) or []
         parts = [f"{ch.name}: {ch.message}" for ch in checks
                  if ch.state == c.CHECK_STATE_PENDING and ch.message]
         if parts:
-            self._event(obj, NORMAL, c.REASON_UPDATED_ADMISSION_CHECK,
-                        c.truncate_event_message("; ".join(parts)))
+            message = c.truncate_event_message("; ".join(parts))
+            if isinstance(job, ComposableJob):
+                job.for_each(lambda member: self._event(
+                    member, NORMAL, c.REASON_UPDATED_ADMISSION_CHECK, message))
+            else:
+                self._event(obj, NORMAL, c.REASON_UPDATED_ADMISSION_CHECK, message)
 
 
 def _set_annotations(obj: Object, annotations: Mapping[str, str] | None) -> None:
@@ -1161,6 +1203,8 @@ async def queue_name_change(client: Client, job: GenericJob, wl: Workload) -> No
     want = queue_name(job)
     if (wl.spec.queue_name or "") != want:
         wl.spec.queue_name = want
+        if not want:
+            _unset(wl.spec, "queue_name")  # Go's ``omitempty``: no ``queueName: ""``
         await wlpkg.update(client, wl)
 
 
@@ -1179,6 +1223,85 @@ async def ensure_prebuilt_workload_ownership(
     if not is_valid_label_value(uid):
         wl.metadata.labels = {**(wl.metadata.labels or {}), c.JOB_UID_LABEL: uid}
     return await wlpkg.update(client, wl)
+
+
+async def find_matching_workloads(
+    client: Client, job: GenericJob, *, features: FeatureGates = DEFAULT_FEATURES
+) -> tuple[Workload | None, list[Workload]]:
+    """The job's Workload and the ones to delete (``FindMatchingWorkloads``).
+
+    Of the Workloads the job owns (through the owner index), the first one
+    :func:`equivalent_to_workload` accepts is the match; every other is to be deleted.
+    Every Workload is compared, so a comparison error surfaces whatever the order.
+    """
+    obj = job.object()
+    owned = await list_owned_workloads(client, job.gvk(), namespace_of(obj), name_of(obj))
+    match: Workload | None = None
+    to_delete: list[Workload] = []
+    for item in owned:
+        wl = wlpkg.from_object(item)
+        equivalent = await equivalent_to_workload(client, job, wl, features=features)
+        if match is None and equivalent:
+            match = wl
+        else:
+            to_delete.append(wl)
+    return match, to_delete
+
+
+async def prepare_workload_priority(
+    client: Client,
+    recorder: EventRecorderLike,
+    obj: Object,
+    wl: Workload,
+    job: GenericJob | None = None,
+    *,
+    features: FeatureGates = DEFAULT_FEATURES,
+) -> None:
+    """Set ``wl``'s priority class reference and value from the job
+    (``PrepareWorkloadPriority``), as :func:`extract_priority` resolves them; ``job``
+    stands for Go's custom priority-class function (a :class:`JobWithPriorityClass`)."""
+    ref, priority = await extract_priority(client, recorder, obj, wl.spec.pod_sets, job,
+                                           features=features)
+    if ref is None:
+        _unset(wl.spec, "priority_class_ref")
+    else:
+        wl.spec.priority_class_ref = ref
+    wl.spec.priority = priority
+
+
+def record_admission_gated_by_update_event(recorder: EventRecorderLike, obj: Object) -> None:
+    """The ``UpdatedWorkload`` event of a propagated AdmissionGatedBy annotation
+    (``RecordAdmissionGatedByUpdateEvent``)."""
+    recorder.event(obj, NORMAL, c.REASON_UPDATED_WORKLOAD, c.MSG_UPDATED_ADMISSION_GATED_BY.format(
+        annotations_of(obj).get(c.ADMISSION_GATED_BY_ANNOTATION, "")))
+
+
+async def update_admission_gated_by(
+    client: Client,
+    recorder: EventRecorderLike,
+    obj: Object,
+    wl: Workload,
+    *,
+    features: FeatureGates = DEFAULT_FEATURES,
+) -> None:
+    """Copy the job's ``kueue.x-k8s.io/admission-gated-by`` annotation to its Workload and
+    patch it (``UpdateAdmissionGatedBy``); an event only when it changed.
+
+    Nothing with the ``AdmissionGatedBy`` gate off. ``wl`` gets the new annotations and
+    resourceVersion.
+    """
+    if not features.enabled(FeatureGate.ADMISSION_GATED_BY):
+        return
+    before = wl.to_dict()
+    if not propagate_admission_gated_by_annotation(obj, wl, features=features):
+        return
+    try:
+        await patch_object(client, before, lambda: _set_annotations(
+            before, wl.metadata.annotations))
+    except errors.ApiError as err:
+        raise _wrap("updating the AdmissionGatedBy of existing workload", err) from err
+    wl.metadata.resource_version = resource_version_of(before)
+    record_admission_gated_by_update_event(recorder, obj)
 
 
 async def construct_workload(
@@ -1315,7 +1438,13 @@ class GenericReconciler:
         return await self.job_reconciler.reconcile_generic_job(request, self.new_job())
 
     def setup_with_manager(self, mgr: Any) -> None:
-        """``For(job).Owns(Workload)``, named after the lower-case Kind, plus the setups."""
+        """``For(job).Owns(Workload)``, named after the lower-case Kind, plus the setups.
+
+        Without a ``metrics`` option, Kueue's job metrics go to the manager's registry (its
+        ``/metrics`` endpoint).
+        """
+        if self.job_reconciler.options.metrics is None and hasattr(mgr, "get_metrics"):
+            self.job_reconciler.metrics = job_metrics_for(mgr.get_metrics().registry)
         gvk = self.new_job().gvk()
         builder = (ControllerBuilder(mgr).named(gvk.kind.lower()).for_(gvk)
                    .owns(WORKLOAD_GVK))

@@ -12,6 +12,11 @@ Reads work on :class:`~jobframework.api.Workload` models; writes go through a
 - other status writes (``PodsReady``, reclaimable pods, custom conditions) are applied
   under their own field manager (:func:`apply_status`).
 
+Status writes are *strict* by default, as Kueue's ``patching.PatchStatus`` and
+``PatchAdmissionStatus``: they carry the Workload's ``resourceVersion``, so a write from a
+stale read fails with a Conflict and the reconcile is retried. ``strict=False`` is Kueue's
+``WithLooseOnApply`` (apply only; a merge patch always carries the version).
+
 With the ``WorkloadRequestUseMergePatch`` gate, status writes are JSON merge patches
 instead (``status.admission`` then explicitly set to null).
 """
@@ -45,11 +50,11 @@ ADMISSION_MANAGED_CONDITIONS = (
     c.WORKLOAD_DEACTIVATION_TARGET, c.WORKLOAD_FINISHED, c.WORKLOAD_PODS_READY,
 )
 
-#: Status fields (JSON names) in the ``kueue-admission`` apply body besides conditions.
-_ADMISSION_STATUS_FIELDS = (
-    "admission", "requeueState", "admissionChecks", "accumulatedPastExecutionTimeSeconds",
-    "schedulingStats", "nominatedClusterNames", "clusterName", "unhealthyNodes",
-    "preemptionGates",
+#: Optional (pointer) status fields copied into the ``kueue-admission`` body when set.
+_ADMISSION_STATUS_POINTERS = ("accumulatedPastExecutionTimeSeconds", "clusterName")
+#: List status fields copied into the ``kueue-admission`` body when not empty.
+_ADMISSION_STATUS_LISTS = (
+    "nominatedClusterNames", "unhealthyNodes", "preemptionGates", "admissionChecks",
 )
 
 
@@ -98,11 +103,13 @@ def has_all_checks_ready(wl: Workload) -> bool:
 
 
 def has_topology_assignments_pending(wl: Workload) -> bool:
-    """Some pod set assignment still waits for its delayed topology request."""
+    """Some pod set assignment has no topology assignment yet and its delayed topology
+    request is still ``Pending`` (``HasTopologyAssignmentsPending``)."""
     admission = wl.status.admission if wl.status else None
     if admission is None:
         return False
-    return any(a.delayed_topology_request == "Pending" for a in admission.pod_set_assignments)
+    return any(a.topology_assignment is None and a.delayed_topology_request == "Pending"
+               for a in admission.pod_set_assignments)
 
 
 def is_evicted_due_to_deactivation_by_kueue(wl: Workload) -> bool:
@@ -234,9 +241,8 @@ def sync_admitted_condition(
             assert wl.status is not None
             wl.status.accumulated_past_execution_time_seconds = (
                 (wl.status.accumulated_past_execution_time_seconds or 0) + elapsed)
-    set_workload_condition(wl, new_condition(
+    return set_workload_condition(wl, new_condition(
         c.WORKLOAD_ADMITTED, status, reason, message, generation=_generation(wl), now=now), now)
-    return True
 
 
 def unset_quota_reservation_with_condition(
@@ -271,7 +277,7 @@ def _status_dict(wl: Workload) -> dict[str, Any]:
 
 async def _write_status(
     client: Client, wl: Workload, body: dict[str, Any], manager: str,
-    features: FeatureGates, *, nulls: Sequence[str] = (), strict: bool = False,
+    features: FeatureGates, *, nulls: Sequence[str] = (), strict: bool = True,
 ) -> Object:
     if features.enabled(FeatureGate.WORKLOAD_REQUEST_USE_MERGE_PATCH):
         status = dict(body)
@@ -298,31 +304,65 @@ async def _write_status(
     return stored
 
 
+def admission_status_body(wl: Workload) -> dict[str, Any]:
+    """The ``status`` Kueue's admission applies (``admissionStatusPatch`` +
+    ``admissionChecksStatusPatch``), empty fields left out as Go's ``omitempty`` does.
+
+    It holds the admission; the requeue state when it has a count or a time; the
+    ``resourceRequests`` while there is no admission (an admission's assignments
+    supersede them, so they are then left out); the admission-managed conditions in
+    Kueue's order; the accumulated time, scheduling-stats evictions, cluster names,
+    unhealthy nodes, preemption gates and admission checks. ``reclaimablePods`` and
+    other conditions belong to other managers.
+    """
+    status = _status_dict(wl)
+    body: dict[str, Any] = {}
+    if status.get("admission") is not None:
+        body["admission"] = status["admission"]
+    requeue = status.get("requeueState") or {}
+    if requeue.get("count") is not None or requeue.get("requeueAt") is not None:
+        body["requeueState"] = requeue
+    if status.get("admission") is None and status.get("resourceRequests"):
+        body["resourceRequests"] = status["resourceRequests"]
+    by_type = {cond.get("type"): cond for cond in status.get("conditions") or []}
+    conditions = [by_type[t] for t in ADMISSION_MANAGED_CONDITIONS if t in by_type]
+    if conditions:
+        body["conditions"] = conditions
+    for name in _ADMISSION_STATUS_POINTERS:
+        if status.get(name) is not None:
+            body[name] = status[name]
+    if status.get("schedulingStats") is not None:
+        evictions = status["schedulingStats"].get("evictions")
+        body["schedulingStats"] = {"evictions": evictions} if evictions else {}
+    for name in _ADMISSION_STATUS_LISTS:
+        if status.get(name):
+            body[name] = status[name]
+    return body
+
+
 async def apply_admission_status(
     client: Client, wl: Workload, *, features: FeatureGates = DEFAULT_FEATURES,
-    strict: bool = False,
+    strict: bool = True,
 ) -> Object:
     """Write what Kueue's admission owns, under ``kueue-admission`` (``PatchAdmissionStatus``).
 
-    The body holds the admission, requeue state, admission-managed conditions, checks,
-    accumulated time and the other admission fields; omitted ones (say, a cleared
-    ``admission``) are removed from the Workload.
+    The body is :func:`admission_status_body`; a field it leaves out (say, a cleared
+    ``admission``) is removed from the Workload when ``kueue-admission`` owned it alone.
+    Strict (the Workload's ``resourceVersion`` is sent) unless ``strict=False``
+    (``WithLooseOnApply``).
     """
-    status = _status_dict(wl)
-    body: dict[str, Any] = {name: status[name] for name in _ADMISSION_STATUS_FIELDS
-                            if status.get(name) is not None}
-    body["conditions"] = [cond for cond in status.get("conditions") or []
-                          if cond.get("type") in ADMISSION_MANAGED_CONDITIONS]
+    body = admission_status_body(wl)
     return await _write_status(client, wl, body, c.ADMISSION_NAME, features,
                                nulls=("admission",), strict=strict)
 
 
 async def apply_status(
     client: Client, wl: Workload, body: dict[str, Any], field_manager: str,
-    *, features: FeatureGates = DEFAULT_FEATURES,
+    *, features: FeatureGates = DEFAULT_FEATURES, strict: bool = True,
 ) -> Object:
-    """Apply ``body`` (a partial ``status``) under ``field_manager`` (``PatchStatus``)."""
-    return await _write_status(client, wl, body, field_manager, features)
+    """Apply ``body`` (a partial ``status``) under ``field_manager`` (``PatchStatus``);
+    strict unless ``strict=False``."""
+    return await _write_status(client, wl, body, field_manager, features, strict=strict)
 
 
 async def finish(

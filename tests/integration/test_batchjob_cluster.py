@@ -76,6 +76,7 @@ JOB = GVK("batch", "v1", "Job")
 POD = GVK("", "v1", "Pod")
 EVENT = GVK("events.k8s.io", "v1", "Event")
 NAMESPACE = GVK("", "v1", "Namespace")
+WPC = GVK("kueue.x-k8s.io", "v1beta2", "WorkloadPriorityClass")
 WORKLOAD = GVK("kueue.x-k8s.io", "v1beta2", "Workload")
 MUTATING = GVK("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration")
 VALIDATING = GVK("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration")
@@ -199,6 +200,54 @@ class Env:
                      e.get("reportingController", "")))
         return sorted(out)
 
+    @contextlib.asynccontextmanager
+    async def condition_history(
+            self, job_name: str, ctype: str) -> AsyncIterator[list[tuple[str, str, str]]]:
+        """Every distinct (status, reason, message) the ``ctype`` condition of the Workload
+        owned by Job ``job_name`` takes while the block runs, in order.
+
+        It follows a watch of the namespace's Workloads from before the block, so no
+        write is missed however quickly the next one replaces it.
+        """
+        history: list[tuple[str, str, str]] = []
+        start = (await self.client.list(WORKLOAD, namespace=NS)).resource_version
+
+        async def follow() -> None:
+            rv = start
+            while True:  # the stream ends after a quiet minute: watch again from ``rv``
+                async for event in self.client.watch(WORKLOAD, namespace=NS,
+                                                     resource_version=rv):
+                    obj = event.object
+                    rv = obj["metadata"]["resourceVersion"]
+                    owners = obj["metadata"].get("ownerReferences") or []
+                    if event.type == "BOOKMARK" or not any(
+                            o.get("kind") == "Job" and o.get("name") == job_name
+                            for o in owners):
+                        continue
+                    cond = condition(obj, ctype)
+                    if cond is None:
+                        continue
+                    entry = (cond["status"], cond.get("reason", ""), cond.get("message", ""))
+                    if not history or history[-1] != entry:
+                        history.append(entry)
+
+        task = asyncio.create_task(follow(), name=f"{self.name}-{ctype}-history")
+        try:
+            yield history
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def create_priority_class(self, name: str, value: int) -> None:
+        wpc = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
+               "metadata": {"name": name}, "value": value}
+        await self.client.create(wpc)
+
+    async def delete_priority_class(self, name: str) -> None:
+        with contextlib.suppress(errors.NotFound):
+            await self.client.delete(WPC, name)
+
     async def pods(self, job_name: str) -> list[JSON]:
         listed = await self.client.list(
             POD, namespace=NS, label_selector=f"batch.kubernetes.io/job-name={job_name}")
@@ -224,19 +273,6 @@ def identity(wl: JSON, job: JSON) -> JSON:
         "ownerReferences": meta.get("ownerReferences"), "spec": wl["spec"],
     }, job)
     return out
-
-
-def _settled_pending(cond: tuple[str, ...]) -> tuple[str, ...]:
-    """A requeued Workload's QuotaReserved reason, whichever Kueue wrote last.
-
-    On eviction the job reconciler (Kueue's and ours alike) writes
-    ``QuotaReserved=False/PendingEvaluation`` (``UnadmittedWorkloadsObservability``);
-    Kueue's scheduler rewrites it to ``Pending`` once it tried and failed to fit the
-    Workload again. A snapshot may catch either.
-    """
-    if cond[0] == "QuotaReserved" and cond[2] in ("PendingEvaluation", "Pending"):
-        return (*cond[:2], "PendingEvaluation|Pending")
-    return cond
 
 
 def is_complete(job: JSON) -> bool:
@@ -533,6 +569,9 @@ async def test_job_that_does_not_fit_waits_until_quota_frees(envs: tuple[Env, En
                 "finished": conditions(uid_free(done, waiting))}
 
     kueue, python = await both(envs, scenario)
+    pending = {cd[0]: cd for cd in python["pending"]}
+    assert pending["QuotaReserved"] == ("QuotaReserved", "False", "Pending")
+    assert pending["PodsReady"] == ("PodsReady", "False", "WaitForStart")
     assert python["pending"] == kueue["pending"]
     assert python["finished"] == kueue["finished"]
 
@@ -542,6 +581,25 @@ async def test_preemption_suspends_restores_requeues_and_reruns(envs: tuple[Env,
     low, high = f"low-{tag}", f"high-{tag}"
 
     async def scenario(env: Env) -> JSON:
+        # Kueue's scheduler soon rewrites the QuotaReserved reason the job reconciler
+        # writes on eviction: only a watch sees every reason both wrote, in order.
+        async with env.condition_history(low, "QuotaReserved") as reserved:
+            out = await run(env)
+            last = condition(out.pop("released"), "QuotaReserved")
+            assert last is not None, env.name
+            final = (last["status"], last["reason"], last["message"])
+
+            async def caught_up() -> bool:
+                return bool(reserved) and reserved[-1] == final
+
+            await eventually(f"{env.name}: the watch to see the final QuotaReserved", caught_up)
+        reasons: list[tuple[str, str]] = []
+        for status, reason, _ in reserved:  # messages name UIDs and the scheduler's attempts
+            if not reasons or reasons[-1] != (status, reason):
+                reasons.append((status, reason))
+        return {**out, "reserved": reasons}
+
+    async def run(env: Env) -> JSON:
         low_job = await env.create_job(job_manifest(
             low, queue=PREEMPT_QUEUE, cpu="2", run="15s", priority_class="jf-low"))
         original_template = low_job["spec"]["template"]
@@ -585,19 +643,31 @@ async def test_preemption_suspends_restores_requeues_and_reruns(envs: tuple[Env,
 
         return {
             "events": await eventually(f"{env.name}: the FinishedWorkload event", all_events),
-            "evicted": [_settled_pending(cd[:3]) for cd in conditions(evicted)],
+            "evicted": [cd[:3] for cd in conditions(evicted)],
             # PodsReady flips as soon as the re-run's pod starts: not part of the snapshot.
             "readmitted": [cd[:3] for cd in conditions(readmitted) if cd[0] != "PodsReady"],
             "requeue_state": (readmitted.get("status") or {}).get("requeueState"),
             "finished": [cd[:3] for cd in conditions(done)],
             "identity": identity(released, low_job),
+            "released": released,
         }
 
     kueue, python = await both(envs, scenario)
+    # Admitted, released on eviction with the reason v0.19.2 writes (Pending, as the
+    # scheduler's own; PendingEvaluation would need UnadmittedWorkloadsObservability),
+    # admitted again.
+    assert python["reserved"] == [("True", "QuotaReserved"), ("False", "Pending"),
+                                  ("True", "QuotaReserved")]
+    assert python["reserved"] == kueue["reserved"]
     evicted = {cd[0]: cd for cd in python["evicted"]}
     assert evicted["Evicted"] == ("Evicted", "True", "Preempted")
     assert evicted["Requeued"] == ("Requeued", "True", "Preempted")
     assert evicted["Preempted"] == ("Preempted", "True", "InClusterQueue")
+    # v0.19.2 (UnadmittedWorkloadsObservability off): the job reconciler releases the
+    # reservation with QuotaReserved=False/Pending, the reason Kueue's scheduler also
+    # writes when the Workload does not fit yet; Admitted follows the lost reservation.
+    assert evicted["QuotaReserved"] == ("QuotaReserved", "False", "Pending")
+    assert evicted["Admitted"] == ("Admitted", "False", "NoReservation")
     assert python["evicted"] == kueue["evicted"]
     assert python["readmitted"] == kueue["readmitted"]
     assert python["requeue_state"] == kueue["requeue_state"]
@@ -628,3 +698,116 @@ async def test_failed_job_finishes_its_workload_as_failed(envs: tuple[Env, Env])
     assert python["job_failed"] == kueue["job_failed"] == "BackoffLimitExceeded"
     assert ("Finished", "True", "Failed") in [cd[:3] for cd in python["finished"]]
     assert python["finished"] == kueue["finished"]
+
+
+async def test_pods_ready_condition_goes_wait_for_start_then_started(
+        envs: tuple[Env, Env]) -> None:
+    """waitForPodsReady is on (Kueue v0.19's default configuration): the job reconciler
+    writes PodsReady=False/WaitForStart until every pod of the admitted Job is ready, then
+    PodsReady=True/Started; the whole history is compared, message included."""
+    name = f"ready-{suffix()}"
+
+    async def scenario(env: Env) -> JSON:
+        async with env.condition_history(name, "PodsReady") as history:
+            job = await env.create_job(job_manifest(name, parallelism=2, run="3s"))
+            await env.wait_job(name, "complete", is_complete)
+            done = await env.wait_workload(job, "finished", lambda wl: is_true(wl, "Finished"))
+            last = condition(done, "PodsReady")
+            assert last is not None, env.name
+            final = (last["status"], last["reason"], last["message"])
+
+            async def caught_up() -> bool:
+                return bool(history) and history[-1] == final
+
+            await eventually(f"{env.name}: the watch to see the final PodsReady", caught_up)
+            return {"history": list(history)}
+
+    kueue, python = await both(envs, scenario)
+    assert python["history"] == [
+        ("False", "WaitForStart", c.MSG_PODS_READY_WAIT_FOR_START),
+        ("True", "Started", c.MSG_PODS_READY_RUNNING),
+    ]
+    assert python["history"] == kueue["history"]
+
+
+async def test_priority_class_label_resolves_without_defaulting(envs: tuple[Env, Env]) -> None:
+    """The ``kueue.x-k8s.io/priority-class`` label, with and without the WorkloadPriorityClass
+    it names, and with and without a WorkloadPriorityClass named ``default``.
+
+    v0.19.2 keeps ``WorkloadPriorityClassDefaulting`` off: neither webhook adds a
+    ``priority-class: default`` label even when that class exists. A labelled Job's
+    Workload takes the class's value; a Job naming a missing class gets no Workload (and
+    no event) until the class is created.
+    """
+    tag = suffix()
+    missing = f"jf-missing-{tag}"
+    default = c.DEFAULT_WORKLOAD_PRIORITY_CLASS_NAME
+
+    async def scenario(env: Env) -> JSON:
+        out: JSON = {}
+        jobs: dict[str, JSON] = {}
+        try:
+            # 1. No WorkloadPriorityClass named "default".
+            for key, priority_class in (("plain", None), ("labelled", "jf-low"),
+                                        ("missing", missing)):
+                jobs[key] = await env.create_job(job_manifest(
+                    f"{key}-{tag}", run="1s", priority_class=priority_class))
+            for key in ("plain", "labelled"):
+                wl = await env.wait_workload(jobs[key], "exists", lambda wl: True)
+                out[key] = identity(wl, jobs[key])
+            # The reconciler cannot build the Workload of a Job whose class is missing.
+            assert await env.workload(jobs["missing"]) is None, env.name
+            await env.create_priority_class(missing, 50)
+            wl = await env.wait_workload(jobs["missing"], "exists once its class exists",
+                                         lambda wl: True)
+            out["missing"] = identity(wl, jobs["missing"])
+            # 2. A WorkloadPriorityClass named "default" exists.
+            await env.create_priority_class(default, 10)
+            for key, priority_class in (("plain-with-default", None),
+                                        ("named-default", default)):
+                jobs[key] = await env.create_job(job_manifest(
+                    f"{key}-{tag}", run="1s", priority_class=priority_class))
+                wl = await env.wait_workload(jobs[key], "exists", lambda wl: True)
+                out[key] = identity(wl, jobs[key])
+            out["job_labels"] = {key: job["metadata"].get("labels") for key, job in jobs.items()}
+            for key, job in jobs.items():
+                done = await env.wait_workload(job, "finished",
+                                               lambda wl: is_true(wl, "Finished"))
+
+                async def job_events(job: JSON = job,
+                                     done: JSON = done) -> list[tuple[str, str, str, str]] | None:
+                    # The Workload's name hashes the Job's UID: it is replaced too.
+                    events = await env.events_about(job, done)
+                    return events if any(e[1] == "FinishedWorkload" for e in events) else None
+
+                out[f"{key}-events"] = await eventually(
+                    f"{env.name}: the FinishedWorkload event of {key}", job_events)
+        finally:
+            await env.delete_priority_class(default)
+            await env.delete_priority_class(missing)
+        return out
+
+    kueue, python = await both(envs, scenario)
+
+    def priority(key: str) -> tuple[Any, Any]:
+        spec = python[key]["spec"]
+        return spec.get("priorityClassRef"), spec.get("priority")
+
+    def wpc(name: str) -> JSON:
+        return {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": name}
+
+    assert priority("plain") == (None, 0)
+    assert priority("labelled") == (wpc("jf-low"), 100)
+    assert priority("missing") == (wpc(missing), 50)
+    assert priority("plain-with-default") == (None, 0)
+    assert priority("named-default") == (wpc(default), 10)
+    # No defaulted label: the Jobs keep exactly the labels they were created with.
+    assert python["job_labels"] == {
+        "plain": {QUEUE_LABEL: QUEUE}, "plain-with-default": {QUEUE_LABEL: QUEUE},
+        "labelled": {QUEUE_LABEL: QUEUE, PRIORITY_LABEL: "jf-low"},
+        "missing": {QUEUE_LABEL: QUEUE, PRIORITY_LABEL: missing},
+        "named-default": {QUEUE_LABEL: QUEUE, PRIORITY_LABEL: default},
+    }
+    assert not any(e[1] == c.REASON_WORKLOAD_PRIORITY_CLASS_NOT_FOUND
+                   for e in python["missing-events"])
+    assert python == kueue
