@@ -244,3 +244,64 @@ async def test_transport_errors_are_failed_attempts_not_crashes(server: APIServe
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
+
+
+# The example hypothesis found for test_leader_election_never_has_two_leaders: the leader
+# is still inside a failing renewal round when the faults are cleared, gives up one retry
+# period later (as client-go's does) and never campaigns again, while both other candidates
+# have crashed.
+GIVE_UP_AFTER_FAULTS_CLEARED = [
+    ("crash", 1), ("fail_updates", 5), ("advance", 3.0), ("advance", 8.0), ("crash", 2),
+]
+
+
+async def test_property_example_leader_gives_up_after_faults_cleared() -> None:
+    from .test_properties import _election
+
+    await _election(GIVE_UP_AFTER_FAULTS_CLEARED)
+
+
+async def test_leader_past_its_renew_deadline_stops_and_does_not_campaign_again(
+    server: APIServer,
+) -> None:
+    clock = server.clock
+    assert isinstance(clock, ManualClock)
+    a = Candidate(server, "a")
+    b = Candidate(server, "b", release_on_cancel=False)
+    c = Candidate(server, "c", release_on_cancel=False)
+    a.start()
+    await until(lambda: a.elector.is_leader())
+    b.start()
+    c.start()
+    await settle(60)
+    await b.cancel()  # crash
+    rule = server.faults.fail("update", gvk=LEASE_GVK, error=500, times=5)
+    await tick(clock, 11, step=0.25)
+    # The renewal round that began at 2 s failed at 2, 4, 6, 8 and 10 s: its deadline is
+    # 12 s, so the next attempt would come too late. a still counts as leader until then.
+    assert rule.hits == 5
+    assert a.elector.is_leader() and a.task is not None and not a.task.done()
+    await c.cancel()  # crash
+    server.faults.clear()
+    await tick(clock, 2, step=0.25)
+    # Faults gone, but the round's deadline passed while a slept: leadership is lost and
+    # run() returns, without releasing (only a cancelled leader releases) and without
+    # trying to acquire again, as client-go's Run.
+    assert a.task.done() and a.events[-1] == "stopped"
+    assert a.times["stopped"] == 12.0
+    await tick(clock, 30, step=0.25)
+    assert not a.elector.is_leader()
+    assert (await lease(server))["holderIdentity"] == "a", "nobody campaigns any more"
+    # A restarted candidate (a new identity, as a restarted process) takes the Lease a
+    # lease duration after its first look, within one jittered retry period.
+    a2 = Candidate(server, "a2")
+    a2.start()
+    started = clock.monotonic()
+    await settle(60)
+    while not a2.elector.is_leader() and clock.monotonic() - started < 30:
+        await tick(clock, 0.25)
+    assert 15 <= clock.monotonic() - started <= 15 + 2 * (1 + 1.2)
+    spec = await lease(server)
+    assert spec["holderIdentity"] == "a2"
+    assert spec["leaseTransitions"] == 1
+    await a2.cancel()

@@ -96,11 +96,30 @@ async def _election(actions: list[tuple[str, float]]) -> None:
             server.faults.fail("update", gvk=LEASE_GVK, times=int(arg),
                                error=Conflict("the object has been modified"))
         await check()
-    # Liveness: with faults gone and a candidate running, someone leads within an expiry
-    # plus a jittered retry period.
+    # Liveness: with faults gone and a candidate running, someone leads within a bounded
+    # time. The bound, with client-go's timing (lease 15 s, renew deadline 10 s, retry 2 s,
+    # jitter 1.2), from the moment T the faults are cleared:
+    #
+    # 1. A leader whose current renewal round already failed is asleep for at most one
+    #    retry period (it sleeps min(retry, time left before the deadline) between
+    #    attempts). When it wakes, by T + retry, it either renews (faults are gone) or finds
+    #    the renew deadline passed and stops leading. Like client-go's Run, it then returns
+    #    for good and does not campaign again (the process would exit and be restarted), so
+    #    while it is still running at T, "start(0)" would be a no-op and leave no candidate
+    #    at all once it stops. Hence: wait one retry period, *then* make sure candidate 0
+    #    runs. After T + retry no running elector can stop: renewals succeed, and acquiring
+    #    never gives up.
+    # 2. Nobody then writes the Lease until someone acquires it, so every running
+    #    candidate first saw its current spec by the restart at the latest and may take it
+    #    lease_duration after that; its attempts are at most retry * (1 + jitter) apart, so
+    #    one of them lands within lease_duration + retry * (1 + jitter) of the restart.
+    #    Racing candidates are settled by the resourceVersion: one wins.
+    timing = LeaderElectionConfig(name="lock", namespace="default", identity="timing")
     server.faults.clear()
+    await advance(timing.retry_period)
     start(0)
-    await advance(15 + 2 * 2.2 + 2)
+    await advance(timing.lease_duration
+                  + timing.retry_period * (1 + timing.jitter_factor))
     leaders = [e for i, e in electors.items() if e.is_leader() and not tasks[i].done()]
     assert len(leaders) == 1
     for i in list(tasks):
