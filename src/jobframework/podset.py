@@ -28,8 +28,10 @@ from .api.workload import (
 )
 from .constants import DEFAULT_FEATURES, FeatureGate, FeatureGates
 from .field import go_quote
+from .k8svalidation import is_dns1123_label
 from .runtime.client import Reader
 from .runtime.objects import GVK
+from .utils import workload_slice_enabled
 
 RESOURCE_FLAVOR_GVK = GVK(c.KUEUE_GROUP, c.KUEUE_VERSION, "ResourceFlavor")
 
@@ -304,9 +306,6 @@ async def pod_sets_info_from_status(
     admission = wl.status.admission if wl.status else None
     if admission is None or not admission.pod_set_assignments:
         return None
-    # Imported here: validation imports interface, which imports this module.
-    from .validation import is_dns1123_label, workload_slice_enabled
-
     wl_labels = wl.metadata.labels or {}
     wl_dict = {"metadata": {"annotations": wl.metadata.annotations or {}}}
     infos: list[PodSetInfo] = []

@@ -1,6 +1,11 @@
 """Webhook validation of Kueue's job labels and annotations (``validation.go``), plus the
 job-metadata accessors of ``utils.go`` and the Kubernetes name checks they rely on.
 
+The name checks are defined in :mod:`jobframework.k8svalidation` and the raw-object
+accessors in :mod:`jobframework.utils`, below the job interface, so that modules under
+:mod:`jobframework.interface` (such as :mod:`jobframework.podset`) can use them; they are
+re-exported here, where they have always been importable from.
+
 Rules, field paths and messages are Kueue's: e.g. a bad queue name gives
 ``metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "a_b": a lowercase RFC 1123
 subdomain must consist of ...``. Functions take a :class:`~jobframework.interface.GenericJob`
@@ -32,127 +37,32 @@ from .field import (
     validate_immutable_field,
 )
 from .interface import GenericJob
+
+# Re-exported: the Kubernetes name checks (apimachinery util/validation) and the job
+# metadata accessors on the raw object (utils.go) live below the job interface.
+from .k8svalidation import DNS1123_LABEL_MAX_LENGTH as DNS1123_LABEL_MAX_LENGTH
+from .k8svalidation import DNS1123_SUBDOMAIN_MAX_LENGTH as DNS1123_SUBDOMAIN_MAX_LENGTH
+from .k8svalidation import is_dns1123_label as is_dns1123_label
+from .k8svalidation import is_dns1123_subdomain as is_dns1123_subdomain
+from .k8svalidation import is_domain_prefixed_path as is_domain_prefixed_path
+from .k8svalidation import is_qualified_name as is_qualified_name
+from .k8svalidation import is_valid_label_value as is_valid_label_value
+from .k8svalidation import max_len_error as max_len_error
+from .k8svalidation import regex_error as regex_error
+from .k8svalidation import validate_label_name as validate_label_name
 from .runtime.objects import GVK, annotations_of, labels_of
+from .utils import is_workload_priority_class_name_empty as is_workload_priority_class_name_empty
+from .utils import (
+    maximum_execution_time_seconds_for_object as maximum_execution_time_seconds_for_object,
+)
+from .utils import prebuilt_workload_name_for as prebuilt_workload_name_for
+from .utils import queue_name_for_object as queue_name_for_object
+from .utils import set_multikueue_meta as set_multikueue_meta
+from .utils import set_prebuilt_workload_name as set_prebuilt_workload_name
+from .utils import workload_priority_class_name as workload_priority_class_name
+from .utils import workload_slice_enabled as workload_slice_enabled
 
-# --- Kubernetes name checks (apimachinery util/validation) --------------------------------
-
-DNS1123_LABEL_MAX_LENGTH: Final = 63
-DNS1123_SUBDOMAIN_MAX_LENGTH: Final = 253
-_DNS1123_LABEL_FMT: Final = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN_FMT: Final = _DNS1123_LABEL_FMT + "(\\." + _DNS1123_LABEL_FMT + ")*"
-_DNS1123_LABEL_MSG: Final = (
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-    "and must start and end with an alphanumeric character")
-_DNS1123_SUBDOMAIN_MSG: Final = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-    "'-' or '.', and must start and end with an alphanumeric character")
-_QUALIFIED_NAME_FMT: Final = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_LABEL_VALUE_MSG: Final = (
-    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "
-    "or '.', and must start and end with an alphanumeric character")
-_HTTP_PATH_FMT: Final = "[A-Za-z0-9/\\-._~%!$&'()*+,;=:]+"
-
-
-def regex_error(msg: str, fmt: str, *examples: str) -> str:
-    """apimachinery's ``RegexError`` text."""
-    if not examples:
-        return f"{msg} (regex used for validation is '{fmt}')"
-    shown = " or ".join(f"'{e}', " for e in examples)
-    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
-
-
-def max_len_error(length: int) -> str:
-    """apimachinery's ``MaxLenError`` text."""
-    return f"must be no more than {length} characters"
-
-
-def _full(fmt: str, value: str) -> bool:
-    # Go's ^...$ never matches before a trailing newline, unlike Python's $.
-    return re.fullmatch(fmt, value) is not None
-
-
-def is_dns1123_label(value: str) -> list[str]:
-    """``IsDNS1123Label``: error strings, empty when valid."""
-    errs: list[str] = []
-    if len(value) > DNS1123_LABEL_MAX_LENGTH:
-        errs.append(max_len_error(DNS1123_LABEL_MAX_LENGTH))
-    if not _full(_DNS1123_LABEL_FMT, value):
-        if _full(_DNS1123_SUBDOMAIN_FMT, value):
-            errs.append("must not contain dots")
-        else:
-            errs.append(regex_error(_DNS1123_LABEL_MSG, _DNS1123_LABEL_FMT, "my-name", "123-abc"))
-    return errs
-
-
-def is_dns1123_subdomain(value: str) -> list[str]:
-    """``IsDNS1123Subdomain``: error strings, empty when valid."""
-    errs: list[str] = []
-    if len(value) > DNS1123_SUBDOMAIN_MAX_LENGTH:
-        errs.append(max_len_error(DNS1123_SUBDOMAIN_MAX_LENGTH))
-    if not _full(_DNS1123_SUBDOMAIN_FMT, value):
-        errs.append(regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com"))
-    return errs
-
-
-def is_valid_label_value(value: str) -> list[str]:
-    """``IsValidLabelValue``: error strings, empty when valid."""
-    errs: list[str] = []
-    if len(value) > c.LABEL_VALUE_MAX_LENGTH:
-        errs.append(max_len_error(c.LABEL_VALUE_MAX_LENGTH))
-    if not _full(f"({_QUALIFIED_NAME_FMT})?", value):
-        errs.append(regex_error(_LABEL_VALUE_MSG, f"({_QUALIFIED_NAME_FMT})?",
-                                "MyValue", "my_value", "12345"))
-    return errs
-
-
-_LABEL_KEY_MSG: Final = (
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-    "alphanumeric character")
-
-
-def is_qualified_name(value: str) -> list[str]:
-    """``IsQualifiedName`` / ``content.IsLabelKey``: an optionally prefixed label key."""
-    errs: list[str] = []
-    examples = ("MyName", "my.name", "123-abc")
-    prefix, slash, name = value.partition("/")
-    if not slash:
-        name = value
-    elif "/" in name:
-        return [f"a valid label key {regex_error(_LABEL_KEY_MSG, _QUALIFIED_NAME_FMT, *examples)}"
-                " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
-    elif not prefix:
-        errs.append("prefix part must be non-empty")
-    else:
-        errs.extend(f"prefix part {m}" for m in is_dns1123_subdomain(prefix))
-    if not name:
-        errs.append("name part must be non-empty")
-    elif len(name) > c.LABEL_VALUE_MAX_LENGTH:
-        errs.append(f"name part {max_len_error(c.LABEL_VALUE_MAX_LENGTH)}")
-    if not _full(_QUALIFIED_NAME_FMT, name):
-        errs.append(f"name part {regex_error(_LABEL_KEY_MSG, _QUALIFIED_NAME_FMT, *examples)}")
-    return errs
-
-
-def validate_label_name(name: str, path: Path | str) -> ErrorList:
-    """``metavalidation.ValidateLabelName``: one Invalid error per problem."""
-    return ErrorList(invalid(path, name, m) for m in is_qualified_name(name))
-
-
-def is_domain_prefixed_path(path: Path | str, value: str) -> ErrorList:
-    """``IsDomainPrefixedPath``: ``acme.io/foo`` style names (Job ``managedBy`` rule)."""
-    errs = ErrorList()
-    if not value:
-        errs.append(required(path, ""))
-        return errs
-    host, sep, rest = value.partition("/")
-    if not sep or not host or not rest:
-        errs.append(invalid(path, value,
-                            'must be a domain-prefixed path (such as "acme.io/foo")'))
-        return errs
-    errs.extend(invalid(path, host, e) for e in is_dns1123_subdomain(host))
-    if not _full(_HTTP_PATH_FMT, rest):
-        errs.append(invalid(path, rest, regex_error("Invalid path", _HTTP_PATH_FMT)))
-    return errs
+# --- Go's strconv ---------------------------------------------------------------------------
 
 
 def go_atoi(text: str) -> int:
@@ -165,12 +75,7 @@ def go_atoi(text: str) -> int:
     return value
 
 
-# --- job metadata accessors (utils.go) -----------------------------------------------------
-
-
-def queue_name_for_object(obj: Mapping[str, Any]) -> str:
-    """The ``kueue.x-k8s.io/queue-name`` label, or ``""``."""
-    return labels_of(obj).get(c.QUEUE_LABEL, "")
+# --- job metadata accessors taking a GenericJob (utils.go) ---------------------------------
 
 
 def queue_name(job: GenericJob) -> str:
@@ -178,84 +83,15 @@ def queue_name(job: GenericJob) -> str:
     return queue_name_for_object(job.object())
 
 
-def maximum_execution_time_seconds_for_object(obj: Mapping[str, Any]) -> int | None:
-    """The max-exec-time label as a positive int32, else None (unset, unparsable or <= 0)."""
-    text = labels_of(obj).get(c.MAX_EXEC_TIME_SECONDS_LABEL)
-    if text is None or not re.fullmatch(r"[+-]?[0-9]+", text):
-        return None
-    value = int(text)
-    if value <= 0 or value >= 2**31:
-        return None
-    return value
-
-
 def maximum_execution_time_seconds(job: GenericJob) -> int | None:
     """``MaximumExecutionTimeSeconds`` of a job."""
     return maximum_execution_time_seconds_for_object(job.object())
-
-
-def workload_priority_class_name(obj: Mapping[str, Any]) -> str:
-    """The ``kueue.x-k8s.io/priority-class`` label, or ``""``."""
-    return labels_of(obj).get(c.WORKLOAD_PRIORITY_CLASS_LABEL, "")
-
-
-def is_workload_priority_class_name_empty(obj: Mapping[str, Any]) -> bool:
-    """No (or an empty) priority-class label."""
-    return workload_priority_class_name(obj) == ""
-
-
-def workload_slice_enabled(
-    obj: Mapping[str, Any] | None, *, features: FeatureGates = DEFAULT_FEATURES
-) -> bool:
-    """Elastic job: gate ``ElasticJobsViaWorkloadSlices`` and annotation ``elastic-job: "true"``."""
-    if obj is None:
-        return False
-    return (features.enabled(FeatureGate.ELASTIC_JOBS_VIA_WORKLOAD_SLICES)
-            and annotations_of(obj).get(c.ELASTIC_JOB_ANNOTATION) == c.ELASTIC_JOB_ANNOTATION_VALUE)
 
 
 def _prebuilt_in_annotation(obj: Mapping[str, Any], features: FeatureGates) -> bool:
     ann = annotations_of(obj).get(c.PREBUILT_WORKLOAD_ANNOTATION, "")
     return bool(ann) and (features.enabled(FeatureGate.WORKLOAD_IDENTIFIER_ANNOTATIONS)
                           or len(ann) > c.LABEL_VALUE_MAX_LENGTH)
-
-
-def prebuilt_workload_name_for(
-    obj: Mapping[str, Any], *, features: FeatureGates = DEFAULT_FEATURES
-) -> str:
-    """The prebuilt Workload a job names (``PrebuiltWorkloadNameFor``), or ``""``.
-
-    With ``WorkloadIdentifierAnnotations`` the annotation wins over the label; without, the
-    label wins and the annotation counts only when longer than 63 characters.
-    """
-    ann = annotations_of(obj).get(c.PREBUILT_WORKLOAD_ANNOTATION, "")
-    label = labels_of(obj).get(c.PREBUILT_WORKLOAD_LABEL, "")
-    if features.enabled(FeatureGate.WORKLOAD_IDENTIFIER_ANNOTATIONS):
-        return ann or label
-    if label:
-        return label
-    return ann if len(ann) > c.LABEL_VALUE_MAX_LENGTH else ""
-
-
-def set_prebuilt_workload_name(
-    obj: dict[str, Any], name: str, *, features: FeatureGates = DEFAULT_FEATURES
-) -> None:
-    """Write the prebuilt name as annotation (gate on, or > 63 chars) or label."""
-    meta = obj.setdefault("metadata", {})
-    if features.enabled(FeatureGate.WORKLOAD_IDENTIFIER_ANNOTATIONS) or (
-            len(name) > c.LABEL_VALUE_MAX_LENGTH):
-        meta.setdefault("annotations", {})[c.PREBUILT_WORKLOAD_ANNOTATION] = name
-    else:
-        meta.setdefault("labels", {})[c.PREBUILT_WORKLOAD_LABEL] = name
-
-
-def set_multikueue_meta(
-    obj: dict[str, Any], workload_name: str, origin: str,
-    *, features: FeatureGates = DEFAULT_FEATURES,
-) -> None:
-    """Label the MultiKueue origin and set the prebuilt workload name (``SetMultiKueueMeta``)."""
-    obj.setdefault("metadata", {}).setdefault("labels", {})[c.MULTIKUEUE_ORIGIN_LABEL] = origin
-    set_prebuilt_workload_name(obj, workload_name, features=features)
 
 
 # --- validation.go ---------------------------------------------------------------------------

@@ -19,9 +19,9 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Protocol, runtime_checkable
 
 from .client.interface import RESTMapper
+from .event import CreateEvent, DeleteEvent, GenericEvent, UpdateEvent
 from .objects import GVK, Object, ObjectKey, name_of, namespace_of, owner_references_of
 from .reconcile import Request
-from .source import CreateEvent, DeleteEvent, GenericEvent, UpdateEvent
 from .workqueue import RateLimitingQueue
 
 __all__ = [

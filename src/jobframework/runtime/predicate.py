@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
+from .event import CreateEvent, DeleteEvent, GenericEvent, UpdateEvent
 from .objects import Object, annotations_of, labels_of, metadata, resource_version_of
 from .selectors import LabelSelector
-from .source import CreateEvent, DeleteEvent, GenericEvent, UpdateEvent
 
 __all__ = [
     "AnnotationChangedPredicate",

@@ -1,10 +1,13 @@
-"""Sources of events for a controller, and the event types handlers and predicates see.
+"""Sources of events for a controller.
 
 - :class:`Kind` turns an informer's add/update/delete notifications for one kind into
   :class:`CreateEvent` / :class:`UpdateEvent` / :class:`DeleteEvent`, filters them through
   predicates and hands them to an event handler (which enqueues requests);
 - :class:`Channel` does the same for :class:`GenericEvent` objects put on an asyncio queue
   by code outside the cluster (controller-runtime's ``source.Channel``).
+
+The event types live in :mod:`.event` (below this module, :mod:`.handler` and
+:mod:`.predicate`) and are re-exported here.
 
 The objects in events are the informer's: handlers and predicates must not mutate them.
 """
@@ -17,8 +20,7 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-import attrs
-
+from .event import CreateEvent, DeleteEvent, GenericEvent, UpdateEvent
 from .objects import GVK, Object
 from .reconcile import Request
 
@@ -39,40 +41,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-
-@attrs.frozen
-class CreateEvent:
-    """An object appeared (or was listed for the first time)."""
-
-    object: Object
-
-
-@attrs.frozen
-class UpdateEvent:
-    """An object changed from ``object_old`` to ``object_new``."""
-
-    object_old: Object
-    object_new: Object
-
-
-@attrs.frozen
-class DeleteEvent:
-    """An object was deleted.
-
-    ``delete_state_unknown`` is True when the deletion was inferred from a relist: the
-    object is the last state the cache saw, possibly stale.
-    """
-
-    object: Object
-    delete_state_unknown: bool = False
-
-
-@attrs.frozen
-class GenericEvent:
-    """An event from outside the cluster's watch (e.g. a timer or an external system)."""
-
-    object: Object
 
 
 @runtime_checkable
