@@ -164,12 +164,15 @@ def proc_peak_rss_mb(pid: int) -> float:
 
 
 @contextlib.asynccontextmanager
-async def our_manager(kubeconfig: str, log: Path) -> AsyncIterator[int]:
+async def our_manager(kubeconfig: str, log: Path,
+                      profile: Path | None = None) -> AsyncIterator[int]:
     """Our external-framework manager for batch/v1 Jobs as a process; yields its pid once
-    its webhook suspends a queued Job."""
+    its webhook suspends a queued Job. With ``profile``, it runs under cProfile (stats
+    written there when it stops)."""
     out = log.open("wb")
+    prefix = ["-m", "cProfile", "-o", str(profile)] if profile else []
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "integrations", "run", "--kubeconfig", kubeconfig,
+        sys.executable, *prefix, "-m", "integrations", "run", "--kubeconfig", kubeconfig,
         "--integrations", "batchjob", stdout=out, stderr=asyncio.subprocess.STDOUT)
     try:
         yield proc.pid
@@ -269,7 +272,7 @@ async def follow_unsuspends(client: RestClient, ns: str, seen: dict[str, float],
 
 
 async def run_side(side: str, topology: Topology, sizes: list[int], concurrency: int,
-                   say: Any) -> list[SideResult]:
+                   say: Any, profile: Path | None = None) -> list[SideResult]:
     state_dir = cache_root() / "clusters" / f"bench-{side}-{os.getpid()}"
     cluster = LocalCluster(state_dir, topology)
     say(f"[{side}] starting a local cluster...")
@@ -286,7 +289,8 @@ async def run_side(side: str, topology: Topology, sizes: list[int], concurrency:
                 pid: int | None = None
                 if side == "python":
                     pid = await stack.enter_async_context(
-                        our_manager(info.kubeconfig, state_dir / "logs" / "our-manager.log"))
+                        our_manager(info.kubeconfig, state_dir / "logs" / "our-manager.log",
+                                    profile))
                 await wait_for(f"{side}: the Job webhook to suspend a queued Job",
                                lambda: _suspends(client, "bench-probe"), 180)
                 for n in sizes:
@@ -402,7 +406,8 @@ async def run_all(args: argparse.Namespace, say: Any) -> list[SideResult]:
     for side, topology in (("kueue", KUEUE_TOPOLOGY), ("python", PYTHON_TOPOLOGY)):
         if args.only and side != args.only:
             continue
-        results += await run_side(side, topology, sizes, args.concurrency, say)
+        results += await run_side(side, topology, sizes, args.concurrency, say,
+                                  Path(args.profile) if args.profile else None)
     return results
 
 
@@ -413,6 +418,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--concurrency", type=int, default=16, help="creates in flight")
     p.add_argument("--only", choices=("kueue", "python"), help="one side only")
     p.add_argument("--output", default=str(RESULTS), help="results file ('-' for none)")
+    p.add_argument("--profile", help="run our manager under cProfile, stats to this file "
+                                     "(CPU figures then include the profiler's cost)")
     args = p.parse_args(argv)
 
     def say(line: str) -> None:

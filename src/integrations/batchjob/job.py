@@ -33,7 +33,7 @@ from jobframework.podset import (
 )
 from jobframework.reconciler import patch_object
 from jobframework.runtime.client import Client
-from jobframework.runtime.objects import GVK, Object, annotations_of
+from jobframework.runtime.objects import GVK, Object, annotations_of, deep_copy
 
 JOB_GVK = GVK("batch", "v1", "Job")
 #: ``batch/job``: the framework name Kueue registers the integration under.
@@ -162,7 +162,7 @@ class BatchJob(SpecManagedBy, GenericJob):
     async def pod_sets(self, client: Client) -> list[PodSet]:
         """The ``main`` pod set (job-controller labels removed from the template)."""
         del client
-        template = copy.deepcopy(self._template())
+        template = deep_copy(self._template())
         labels = (template.get("metadata") or {}).get("labels")
         if labels:
             for key in _CLEANED_LABELS:

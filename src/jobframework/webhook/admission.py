@@ -25,6 +25,7 @@ from jobframework.runtime.objects import (
     GroupVersionKind,
     GroupVersionResource,
     Object,
+    deep_copy,
     name_of,
     namespace_of,
 )
@@ -231,8 +232,8 @@ class AdmissionRequest:
             request_resource=resource,
             request_sub_resource=sub_resource,
             user_info=user_info or UserInfo(),
-            object=copy.deepcopy(obj) if obj is not None else None,
-            old_object=copy.deepcopy(old_obj) if old_obj is not None else None,
+            object=deep_copy(obj) if obj is not None else None,
+            old_object=deep_copy(old_obj) if old_obj is not None else None,
             dry_run=dry_run,
             options=options,
         )
@@ -534,7 +535,7 @@ def _uid_of(body: Any) -> str:
 def _expand_moves(doc: Any, ops: list[JsonPatchOperation]) -> list[JsonPatchOperation]:
     # Older jsonpatch releases ignore optimization=False; rewrite move/copy as remove+add.
     out: list[JsonPatchOperation] = []
-    current = copy.deepcopy(doc)
+    current = deep_copy(doc)
     for op in ops:
         if op["op"] in ("move", "copy"):
             value = jsonpatch.JsonPointer(op["from"]).resolve(current)

@@ -14,14 +14,13 @@ the operations (Kueue's ``LosslessDefaulter`` drops every ``remove`` with one).
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, Protocol, TypeVar, overload
 
 import attrs
 
 from jobframework.runtime.errors import ApiError
-from jobframework.runtime.objects import Object
+from jobframework.runtime.objects import Object, deep_copy
 
 from .admission import (
     PATCH_TYPE_JSON_PATCH,
@@ -100,8 +99,8 @@ class DefaulterHandler(Generic[T]):
             return errored(400, "there is no content to decode")
         raw = request.object
         try:
-            obj = self._decode(copy.deepcopy(raw))
-            round_tripped = self._encode(self._decode(copy.deepcopy(raw)))
+            obj = self._decode(deep_copy(raw))
+            round_tripped = self._encode(self._decode(deep_copy(raw)))
         except Exception as exc:
             return errored(400, exc)
 

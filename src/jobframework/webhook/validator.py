@@ -13,14 +13,13 @@ raising to reject. What the API server shows the user follows controller-runtime
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Generic, Protocol, TypeVar, overload, runtime_checkable
 
 import attrs
 
 from jobframework.runtime import errors
-from jobframework.runtime.objects import Object
+from jobframework.runtime.objects import Object, deep_copy
 
 from .admission import (
     AdmissionRequest,
@@ -171,7 +170,7 @@ class ValidatorHandler(Generic[T]):
     def _decode(self, raw: Object | None) -> T:
         if raw is None:
             raise ValueError("there is no content to decode")
-        obj = copy.deepcopy(raw)
+        obj = deep_copy(raw)
         if self.codec is None:
             return obj  # type: ignore[return-value]  # T is dict without a codec
         return self.codec.decode(obj)

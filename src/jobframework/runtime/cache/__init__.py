@@ -31,6 +31,7 @@ from ._informer import (
     OnUpdate,
     SharedInformer,
     TransformFunc,
+    strip_managed_fields,
 )
 from ._reflector import Backoff, Reflector, ReflectorStore
 from ._store import (
@@ -69,4 +70,5 @@ __all__ = [
     "index_by_namespace",
     "namespaced_index_key",
     "object_key",
+    "strip_managed_fields",
 ]
