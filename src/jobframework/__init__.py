@@ -92,7 +92,6 @@ from .interface import (
     JobWithPriorityClass,
     JobWithReclaimablePods,
     JobWithSkip,
-    MultiKueueAdapter,
     StopReason,
     TopLevelJob,
 )
@@ -107,6 +106,7 @@ from .metrics import (
     record_workload_creation_latency,
 )
 from .multikueue import (
+    MultiKueueAdapter,
     MultiKueueLocalJobWatcher,
     MultiKueueMultiWorkloadAdapter,
     MultiKueueOriginEmptyError,

@@ -100,7 +100,11 @@ class ComposableJob(Protocol):
     async def ensure_workload_owned_by_all_members(
         self, client: Client, recorder: EventRecorder, wl: Workload
     ) -> None:
-        """Add the owner references every member needs on ``wl`` (a prebuilt Workload)."""
+        """Add the owner references every member needs on ``wl`` (a prebuilt Workload).
+
+        Keep ``wl`` current with what was written (at least its ``resourceVersion``), as
+        Go's in-place ``client.Update`` does: the reconciler's next status write is strict.
+        """
 
     async def equivalent_to_workload(self, client: Client, wl: Workload) -> bool:
         """Whether ``wl`` still describes the job."""

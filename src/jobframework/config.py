@@ -63,6 +63,7 @@ from .validation import is_qualified_name, is_valid_label_value
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
+    from .metrics import LocalQueueMetricsConfig
     from .reconciler import ReconcilerOptionOverrides, ReconcilerOptions
 
 log = logging.getLogger(__name__)
@@ -1141,6 +1142,33 @@ def workload_custom_label_sources(cfg: Configuration) -> tuple[frozenset[str], f
     return frozenset(labels), frozenset(annotations)
 
 
+def local_queue_metrics_config(config: Configuration) -> LocalQueueMetricsConfig:
+    """``metrics.localQueueMetrics`` as Kueue's ``NewLocalQueueMetricsConfig`` reads it,
+    with the ``LocalQueueMetrics`` gate folded into ``enabled`` (``IsEnabled``).
+
+    No ``localQueueMetrics`` at all is enabled for every LocalQueue (Kueue's default,
+    ``enable: true``); one without ``enable: true`` is disabled (``enable`` is a plain
+    bool: unset is false). Enabled, ``localQueueSelector`` picks the LocalQueues by their
+    labels; a selector that does not parse yields no config in Kueue, which counts as
+    every LocalQueue. v0.19.2 has no namespace selector here.
+    """
+    from .metrics import LocalQueueMetricsConfig
+
+    gate = config.feature_gate_enabled("LocalQueueMetrics")
+    spec = config.metrics.local_queue_metrics if config.metrics else None
+    if spec is None:
+        return LocalQueueMetricsConfig(enabled=gate)
+    if not spec.enable:
+        return LocalQueueMetricsConfig(enabled=False)
+    if spec.local_queue_selector is None:
+        return LocalQueueMetricsConfig(enabled=gate)
+    try:
+        selector = spec.local_queue_selector.selector()
+    except ValueError:
+        return LocalQueueMetricsConfig(enabled=gate)
+    return LocalQueueMetricsConfig(enabled=gate, queue_selector=selector)
+
+
 def reconciler_options_from(
     config: Configuration,
     *,
@@ -1155,8 +1183,9 @@ def reconciler_options_from(
     ``base``'s version, else v0.19), ``wait_for_pods_ready``, ``manage_jobs_without_queue_name``,
     ``managed_jobs_namespace_selector``, ``enabled_frameworks``,
     ``enabled_external_frameworks``, ``label_keys_to_copy`` / ``annotations_to_copy`` and
-    ``workload_retention_policy``; everything else comes from ``base`` (default options),
-    and ``overrides`` win over both.
+    ``workload_retention_policy`` and ``local_queue_metrics``
+    (:func:`local_queue_metrics_config`); everything else comes from ``base`` (default
+    options), and ``overrides`` win over both.
     """
     from .reconciler import ReconcilerOptions, WorkloadRetentionPolicy
 
@@ -1189,6 +1218,7 @@ def reconciler_options_from(
         "label_keys_to_copy": labels,
         "annotations_to_copy": annotations,
         "workload_retention_policy": retention,
+        "local_queue_metrics": local_queue_metrics_config(config),
     }
     derived.update(overrides)
     return attrs.evolve(base, **derived)

@@ -21,7 +21,8 @@ import attrs
 
 from . import constants as c
 from .field import go_quote
-from .interface import GenericJob, MultiKueueAdapter
+from .interface import GenericJob
+from .multikueue import MultiKueueAdapter
 from .runtime.client import Reader
 from .runtime.objects import (
     GVK,

@@ -1,16 +1,16 @@
 """The MultiKueue side of the jobframework: adapter interfaces and remote-object ownership.
 
 Kueue's MultiKueue controller mirrors a job onto a worker cluster through the job kind's
-:class:`~jobframework.interface.MultiKueueAdapter`; an adapter can also implement the
-optional :class:`MultiKueueWatcher`, :class:`MultiKueueLocalJobWatcher` and
+:class:`MultiKueueAdapter`; an adapter can also implement the optional
+:class:`MultiKueueWatcher`, :class:`MultiKueueLocalJobWatcher` and
 :class:`MultiKueueMultiWorkloadAdapter` (``runtime_checkable`` protocols, as Go's
 optional interfaces). :func:`validate_remote_object_ownership` and
 :func:`delete_remote_object_if_owned` keep a manager from deleting a worker's object that
 another MultiKueue origin created.
 
-One difference from Go: ``MultiKueueAdapter.delete_remote_object`` takes the remote client
-and key only (no local client), so :func:`delete_remote_object_if_owned` takes no local
-client either.
+The methods take the clients Kueue v0.19.2's take: ``delete_remote_object`` and
+:func:`delete_remote_object_if_owned` get the local (manager) client besides the remote
+one.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from typing import Protocol, runtime_checkable
 from . import constants as c
 from .api.workload import Workload
 from .field import go_quote
-from .interface import MultiKueueAdapter
 from .runtime import errors
 from .runtime.client import Client, Reader
 from .runtime.objects import GVK, Object, ObjectKey, labels_of
@@ -43,6 +42,32 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 ADMISSION_CHECK_GVK = GVK(c.KUEUE_GROUP, c.KUEUE_VERSION, "AdmissionCheck")
+
+
+@runtime_checkable
+class MultiKueueAdapter(Protocol):
+    """The MultiKueue side of an integration: mirrors a job onto a worker cluster
+    (``jobframework.MultiKueueAdapter``)."""
+
+    async def sync_job(
+        self,
+        local: Client,
+        remote: Client,
+        key: ObjectKey,
+        workload_name: str,
+        origin: str,
+    ) -> bool:
+        """Create the remote copy if missing, else copy its status back; return True when
+        the status copy was deliberately deferred (try again later)."""
+
+    async def delete_remote_object(self, local: Client, remote: Client, key: ObjectKey) -> None:
+        """Delete the remote copy (``local`` is the manager's client)."""
+
+    async def is_job_managed_by_kueue(self, local: Client, key: ObjectKey) -> tuple[bool, str]:
+        """Whether the local job is managed by MultiKueue, and if not why."""
+
+    def gvk(self) -> GVK:
+        """The job kind the adapter serves."""
 
 
 @runtime_checkable
@@ -120,7 +145,7 @@ async def validate_remote_object_ownership(
 
 
 async def delete_remote_object_if_owned(
-    remote: Client, adapter: MultiKueueAdapter, key: ObjectKey, origin: str
+    local: Client, remote: Client, adapter: MultiKueueAdapter, key: ObjectKey, origin: str
 ) -> None:
     """Delete the worker's copy through ``adapter`` only if this origin owns it
     (``DeleteRemoteObjectIfOwned``): a missing object or another origin's is left alone;
@@ -135,7 +160,7 @@ async def delete_remote_object_if_owned(
     if not found:
         log.debug("not deleting %s: not found", key)
         return
-    await adapter.delete_remote_object(remote, key)
+    await adapter.delete_remote_object(local, remote, key)
 
 
 async def should_skip_local_execution(reader: Reader, wl: Workload | None) -> bool:

@@ -69,7 +69,12 @@ from .interface import (
     StopReason,
     TopLevelJob,
 )
-from .metrics import JobMetrics, job_metrics_for, record_workload_creation_latency
+from .metrics import (
+    JobMetrics,
+    LocalQueueMetricsConfig,
+    job_metrics_for,
+    record_workload_creation_latency,
+)
 from .multikueue import should_skip_local_execution
 from .naming import generate_workload_name_with_extra, get_workload_name_for_owner_with_gvk
 from .podset import (
@@ -227,6 +232,9 @@ class ReconcilerOptions:
     #: Kueue's job metrics (None: the manager's registry once set up with a manager, else
     #: a registry of the reconciler's own).
     metrics: JobMetrics | None = None
+    #: ``metrics.localQueueMetrics`` for the metrics the reconciler creates (None: every
+    #: LocalQueue); ignored when ``metrics`` is given.
+    local_queue_metrics: LocalQueueMetricsConfig | None = None
 
 
 class ReconcilerOptionOverrides(TypedDict, total=False):
@@ -250,6 +258,7 @@ class ReconcilerOptionOverrides(TypedDict, total=False):
     queues: Any
     noop_webhook: bool
     metrics: JobMetrics | None
+    local_queue_metrics: LocalQueueMetricsConfig | None
 
 
 def process_options(
@@ -535,7 +544,8 @@ class JobReconciler:
         self.annotations_to_copy = opts.annotations_to_copy
         self.workload_retention_policy = opts.workload_retention_policy
         #: Where Kueue's job metrics are recorded (see :mod:`jobframework.metrics`).
-        self.metrics = opts.metrics if opts.metrics is not None else JobMetrics()
+        self.metrics = opts.metrics if opts.metrics is not None else JobMetrics(
+            local_queue_metrics=opts.local_queue_metrics)
 
     def _event(self, obj: Object, type_: str, reason: str, message: str) -> None:
         self.recorder.event(obj, type_, reason, message)
@@ -620,12 +630,10 @@ class JobReconciler:
         if isinstance(job, JobWithCustomWorkloadConditions) and wl is not None:
             conditions, updated = job.custom_workload_conditions(wl)
             if updated:
-                for cond in conditions:
-                    wlpkg.set_workload_condition(wl, cond, now())
-                stored = [wl.find_condition(cond.type) for cond in conditions]
-                await wlpkg.apply_status(
-                    self.client, wl, {"conditions": [s.to_dict() for s in stored if s]},
-                    c.custom_conditions_field_manager(job.gvk().kind), features=self.features)
+                await wlpkg.apply_conditions(
+                    self.client, wl, conditions,
+                    c.custom_conditions_field_manager(job.gvk().kind), now(),
+                    features=self.features)
                 return Result()
         # 9.2 Custom activation.
         if isinstance(job, JobWithCustomWorkloadActivation) and wl is not None:
@@ -1444,7 +1452,9 @@ class GenericReconciler:
         ``/metrics`` endpoint).
         """
         if self.job_reconciler.options.metrics is None and hasattr(mgr, "get_metrics"):
-            self.job_reconciler.metrics = job_metrics_for(mgr.get_metrics().registry)
+            self.job_reconciler.metrics = job_metrics_for(
+                mgr.get_metrics().registry,
+                local_queue_metrics=self.job_reconciler.options.local_queue_metrics)
         gvk = self.new_job().gvk()
         builder = (ControllerBuilder(mgr).named(gvk.kind.lower()).for_(gvk)
                    .owns(WORKLOAD_GVK))

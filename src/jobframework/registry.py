@@ -17,7 +17,7 @@ from .integrations import (
     IntegrationCallbacks,
     IntegrationManager,
 )
-from .interface import MultiKueueAdapter
+from .multikueue import MultiKueueAdapter
 from .runtime.client import Reader
 from .runtime.objects import GVK, Object
 

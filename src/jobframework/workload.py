@@ -267,8 +267,23 @@ def unset_quota_reservation_with_condition(
 
 
 def _base(wl: Workload) -> Object:
-    return {"apiVersion": c.KUEUE_API_VERSION, "kind": "Workload",
-            "metadata": {"name": wl.name, "namespace": wl.namespace}}
+    """What identifies the Workload in a status apply (Kueue's ``baseSSAWorkload``).
+
+    The uid, name and namespace, the generation and the labels and annotations, each left
+    out when empty as Go's ``omitempty`` does; strict writes add the resourceVersion.
+    """
+    meta: dict[str, Any] = {}
+    if wl.metadata.uid:
+        meta["uid"] = wl.metadata.uid
+    meta["name"] = wl.name
+    meta["namespace"] = wl.namespace
+    if wl.metadata.generation:
+        meta["generation"] = wl.metadata.generation
+    if wl.metadata.annotations:
+        meta["annotations"] = dict(wl.metadata.annotations)
+    if wl.metadata.labels:
+        meta["labels"] = dict(wl.metadata.labels)
+    return {"apiVersion": c.KUEUE_API_VERSION, "kind": "Workload", "metadata": meta}
 
 
 def _status_dict(wl: Workload) -> dict[str, Any]:
@@ -359,10 +374,45 @@ async def apply_admission_status(
 async def apply_status(
     client: Client, wl: Workload, body: dict[str, Any], field_manager: str,
     *, features: FeatureGates = DEFAULT_FEATURES, strict: bool = True,
+    nulls: Sequence[str] = (),
 ) -> Object:
     """Apply ``body`` (a partial ``status``) under ``field_manager`` (``PatchStatus``);
-    strict unless ``strict=False``."""
-    return await _write_status(client, wl, body, field_manager, features, strict=strict)
+    strict unless ``strict=False``. ``nulls`` names the fields a merge patch (the
+    ``WorkloadRequestUseMergePatch`` gate) clears when ``body`` leaves them out."""
+    return await _write_status(client, wl, body, field_manager, features, strict=strict,
+                               nulls=nulls)
+
+
+async def apply_conditions(
+    client: Client, wl: Workload, conditions: Iterable[Condition], field_manager: str,
+    now: dt.datetime, *, features: FeatureGates = DEFAULT_FEATURES,
+) -> Object:
+    """``PatchStatus`` whose update sets each of ``conditions`` (``meta.SetStatusCondition``).
+
+    A server-side apply starts from an empty status (Kueue's ``baseSSAWorkload``), so each
+    condition is sent as given: its own ``lastTransitionTime``, or ``now`` when it has
+    none, whatever the stored condition of that type says; the Workload's own copy then
+    takes the sent conditions, as the server stores them. With the
+    ``WorkloadRequestUseMergePatch`` gate they are set on the Workload's conditions instead
+    (a condition whose status did not change keeps its time) and all are sent.
+    """
+    if features.enabled(FeatureGate.WORKLOAD_REQUEST_USE_MERGE_PATCH):
+        for cond in conditions:
+            set_workload_condition(wl, cond.model_copy(deep=True), now)
+        return await apply_status(client, wl, {"conditions": []}, field_manager,
+                                  features=features)
+    sent: list[Condition] = []
+    for cond in conditions:
+        set_condition(sent, cond.model_copy(deep=True), now=now)
+    own = _conditions(wl)
+    for cond in sent:
+        index = next((i for i, x in enumerate(own) if x.type == cond.type), None)
+        if index is None:
+            own.append(cond.model_copy(deep=True))
+        else:
+            own[index] = cond.model_copy(deep=True)
+    return await apply_status(client, wl, {"conditions": [x.to_dict() for x in sent]},
+                              field_manager, features=features)
 
 
 async def finish(
@@ -380,26 +430,33 @@ async def set_condition_and_update(
     client: Client, wl: Workload, cond: Condition, field_manager: str, clock: Clock,
     *, features: FeatureGates = DEFAULT_FEATURES,
 ) -> Object:
-    """Set one condition (LTT now, observedGeneration) and apply it (``SetConditionAndUpdate``)."""
+    """Set one condition and write it (``SetConditionAndUpdate``).
+
+    The condition gets the Workload's generation as ``observedGeneration``, a truncated
+    message and ``lastTransitionTime`` now: a server-side apply sends that time even when
+    the stored condition's status is unchanged (see :func:`apply_conditions`).
+    """
     now = clock.now()
     cond.observed_generation = _generation(wl)
     if cond.observed_generation is None:
         cond.__pydantic_fields_set__.discard("observed_generation")
+    cond.message = c.truncate_condition_message(cond.message or "")
     cond.last_transition_time = rfc3339(now)
-    set_workload_condition(wl, cond, now)
-    stored = wl.find_condition(cond.type)
-    assert stored is not None
-    return await apply_status(client, wl, {"conditions": [stored.to_dict()]}, field_manager,
-                              features=features)
+    return await apply_conditions(client, wl, [cond], field_manager, now, features=features)
 
 
 async def update_reclaimable_pods(
     client: Client, wl: Workload, pods: Sequence[ReclaimablePod],
     *, features: FeatureGates = DEFAULT_FEATURES,
 ) -> Object:
-    """Apply ``status.reclaimablePods`` under ``kueue-reclaimable-pods``."""
-    return await apply_status(client, wl, {"reclaimablePods": [p.to_dict() for p in pods]},
-                              c.RECLAIMABLE_PODS_MANAGER, features=features)
+    """Write ``status.reclaimablePods`` under ``kueue-reclaimable-pods``.
+
+    No pods means no field in the body (Go's ``omitempty``): the apply then removes the
+    list this manager owned; a merge patch sets it to null.
+    """
+    body = {"reclaimablePods": [p.to_dict() for p in pods]} if pods else {}
+    return await apply_status(client, wl, body, c.RECLAIMABLE_PODS_MANAGER,
+                              features=features, nulls=("reclaimablePods",))
 
 
 async def update(client: Client, wl: Workload) -> Workload:

@@ -124,3 +124,49 @@ async def test_apply_to_missing_status_is_not_found(widgets: Backend) -> None:
               "status": {"phase": "x"}}
     with pytest.raises(errors.NotFound):
         await widgets.client.apply(status, field_manager="ctrl", subresource="status")
+
+
+async def test_status_apply_with_stale_resource_version_conflicts(widgets: Backend) -> None:
+    # The update's resourceVersion precondition is checked before the status strategy
+    # copies everything but status from the stored object: a stale one is a 409.
+    first = await widgets.client.apply(applied(widgets, "w1", size=1), field_manager="alice")
+    stale = first["metadata"]["resourceVersion"]
+    await widgets.client.apply(applied(widgets, "w1", size=2), field_manager="alice")
+    status = {"apiVersion": "example.com/v1", "kind": "Widget",
+              "metadata": {"name": "w1", "namespace": widgets.namespace,
+                           "resourceVersion": stale},
+              "status": {"phase": "Stale"}}
+    with pytest.raises(errors.Conflict) as exc:
+        await widgets.client.apply(status, field_manager="ctrl", subresource="status")
+    assert "the object has been modified" in exc.value.message
+    obj = await widgets.client.get(WIDGET, "w1", namespace=widgets.namespace)
+    assert "phase" not in (obj.get("status") or {})
+    # With the current resourceVersion the same apply goes through (and the version the
+    # status write sends is not stored over the new one).
+    status["metadata"]["resourceVersion"] = obj["metadata"]["resourceVersion"]
+    written = await widgets.client.apply(status, field_manager="ctrl", subresource="status")
+    assert written["status"]["phase"] == "Stale"
+    assert int(written["metadata"]["resourceVersion"]) > int(obj["metadata"]["resourceVersion"])
+    assert written["spec"] == {"size": 2}
+
+
+async def test_status_apply_ignores_the_metadata_it_carries(widgets: Backend) -> None:
+    # Kueue's status applies carry the Workload's uid, generation, labels and annotations:
+    # none of them is written, checked or owned through the status subresource.
+    main = applied(widgets, "w1", size=1)
+    main["metadata"].update(labels={"a": "1"}, annotations={"n": "x"})
+    first = await widgets.client.apply(main, field_manager="alice")
+    meta = first["metadata"]
+    status = {"apiVersion": "example.com/v1", "kind": "Widget",
+              "metadata": {"name": "w1", "namespace": widgets.namespace,
+                           "uid": "00000000-0000-0000-0000-000000000000", "generation": 7,
+                           "labels": {"a": "2", "b": "2"}, "annotations": {"n": "y"},
+                           "resourceVersion": meta["resourceVersion"]},
+              "status": {"phase": "P"}}
+    out = await widgets.client.apply(status, field_manager="ctrl", subresource="status")
+    assert out["status"] == {"phase": "P"}
+    assert (out["metadata"]["uid"], out["metadata"]["generation"]) == (meta["uid"], 1)
+    assert out["metadata"]["labels"] == {"a": "1"}
+    assert out["metadata"]["annotations"] == {"n": "x"}
+    assert managers(out)[("ctrl", "Apply", "status")]["fieldsV1"] == {
+        "f:status": {"f:phase": {}}}

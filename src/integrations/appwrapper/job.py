@@ -304,8 +304,8 @@ class AppWrapperMultiKueueAdapter:
         await remote.create(created)
         return False
 
-    async def delete_remote_object(self, remote: Client, key: ObjectKey) -> None:
-        """Delete the worker copy (already gone is fine)."""
+    async def delete_remote_object(self, local: Client, remote: Client, key: ObjectKey) -> None:
+        """Delete the worker copy (already gone is fine); ``local`` is not needed."""
         with contextlib.suppress(NotFound):
             await remote.delete(APPWRAPPER_GVK, key.name, namespace=key.namespace)
 

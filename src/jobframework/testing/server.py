@@ -876,10 +876,18 @@ class APIServer:
             config = schema.normalize(config)
         reset = ["status"] if info.status_subresource and not subresource else None
 
+        applied_rv = meta.get("resourceVersion")
+
         def merge(current: Object | None) -> Object:
-            return _apply.apply(current, config, manager=field_manager, force=force,
-                                now=rfc3339(self.clock.now()), schema=schema,
-                                subresource=subresource or None, reset_fields=reset)
+            out = _apply.apply(current, config, manager=field_manager, force=force,
+                               now=rfc3339(self.clock.now()), schema=schema,
+                               subresource=subresource or None, reset_fields=reset)
+            if subresource and applied_rv:
+                # The update's resourceVersion precondition is checked before the status
+                # strategy takes all but status from the stored object, so the applied
+                # version must reach that check (it is not stored: the strategy resets it).
+                out.setdefault("metadata", {})["resourceVersion"] = applied_rv
+            return out
 
         key = self._key(info, ns, name)
         if key not in self._store(info.gr):

@@ -594,10 +594,10 @@ async def test_multikueue_delete_and_managed_checks() -> None:
     manager, worker = two_clusters()
     adapter = AppWrapperMultiKueueAdapter()
     await worker.create(queued([job(1)]))
-    await adapter.delete_remote_object(worker, ObjectKey(NS, "aw"))
+    await adapter.delete_remote_object(manager, worker, ObjectKey(NS, "aw"))
     with pytest.raises(NotFound):
         await worker.get(APPWRAPPER_GVK, "aw", namespace=NS)
-    await adapter.delete_remote_object(worker, ObjectKey(NS, "aw"))
+    await adapter.delete_remote_object(manager, worker, ObjectKey(NS, "aw"))
     with pytest.raises(NotFound):
         await adapter.is_job_managed_by_kueue(manager, ObjectKey(NS, "missing"))
     await manager.create(queued([job(1)]))

@@ -372,6 +372,33 @@ def test_default_options_are_a_stock_kueues() -> None:
     assert selector.matches({NS_LABEL: "team-a"})
 
 
+@pytest.mark.parametrize(("fields", "enabled", "team_a", "team_b"), [
+    ({}, True, True, True),  # defaulted to enable: true, every LocalQueue
+    ({"metrics": {"localQueueMetrics": {"enable": False}}}, False, False, False),
+    # enable is a plain bool in Kueue's API: a selector alone leaves it false.
+    ({"metrics": {"localQueueMetrics": {"localQueueSelector": {
+        "matchLabels": {"team": "a"}}}}}, False, False, False),
+    ({"metrics": {"localQueueMetrics": {"enable": True, "localQueueSelector": {
+        "matchLabels": {"team": "a"}}}}}, True, True, False),
+    ({"metrics": {"localQueueMetrics": {"enable": True, "localQueueSelector": {
+        "matchExpressions": [{"key": "team", "operator": "NotIn", "values": ["a"]}]}}}},
+     True, False, True),
+    ({"featureGates": {"LocalQueueMetrics": False},
+      "metrics": {"localQueueMetrics": {"enable": True}}}, False, False, False),
+], ids=["default", "disabled", "selector without enable", "match labels",
+        "match expressions", "gate off"])
+def test_local_queue_metrics_reach_the_options(
+        fields: dict[str, Any], enabled: bool, team_a: bool, team_b: bool) -> None:
+    # metrics.localQueueMetrics as NewLocalQueueMetricsConfig and IsEnabled read it.
+    lq = reconciler_options_from(parse_configuration(doc(**fields))).local_queue_metrics
+    assert lq is not None
+    assert lq.enabled is enabled
+    selected = {team: lq.enabled and (lq.queue_selector is None
+                                      or lq.queue_selector.matches({"team": team}))
+                for team in ("a", "b")}
+    assert selected == {"a": team_a, "b": team_b}
+
+
 def test_feature_gates_reach_feature_gates() -> None:
     cfg = parse_configuration(doc(featureGates={"ShortWorkloadNames": True,
                                                 "LocalQueueMetrics": False}))

@@ -299,7 +299,9 @@ class PairJob(MockJob):
         refs = [OwnerReference.model_validate(owner_reference(m, controller=i == 0))
                 for i, m in enumerate(self.members)]
         wl.metadata.owner_references = refs
-        await client.update(wl.to_dict())
+        stored = await client.update(wl.to_dict())
+        # Go's client.Update refreshes wl in place: later strict writes carry the new version.
+        wl.metadata.resource_version = stored["metadata"]["resourceVersion"]
 
     async def equivalent_to_workload(self, client: Client, wl: Workload) -> bool:
         return [ps.name for ps in wl.spec.pod_sets] == list(MEMBERS)
@@ -583,7 +585,7 @@ class Adapter:
                        origin: str) -> bool:
         return False
 
-    async def delete_remote_object(self, remote: Client, key: ObjectKey) -> None:
+    async def delete_remote_object(self, local: Client, remote: Client, key: ObjectKey) -> None:
         self.deleted.append(key)
 
     async def is_job_managed_by_kueue(self, local: Client, key: ObjectKey) -> tuple[bool, str]:
@@ -659,17 +661,20 @@ async def test_delete_remote_object_if_owned(labels: dict[str, str], origin: str
                                              deleted: bool) -> None:
     remote = await remote_with_job(labels)
     adapter = Adapter()
-    await delete_remote_object_if_owned(remote, adapter, ObjectKey("default", "j"), origin)
+    await delete_remote_object_if_owned(remote, remote, adapter, ObjectKey("default", "j"),
+                                        origin)
     assert adapter.deleted == ([ObjectKey("default", "j")] if deleted else [])
 
 
 async def test_delete_remote_object_if_owned_missing_object_or_origin() -> None:
     remote = await remote_with_job({})
     adapter = Adapter()
-    await delete_remote_object_if_owned(remote, adapter, ObjectKey("default", "gone"), "mine")
+    await delete_remote_object_if_owned(remote, remote, adapter, ObjectKey("default", "gone"),
+                                        "mine")
     assert adapter.deleted == []
     with pytest.raises(MultiKueueOriginEmptyError):
-        await delete_remote_object_if_owned(remote, adapter, ObjectKey("default", "j"), "")
+        await delete_remote_object_if_owned(remote, remote, adapter, ObjectKey("default", "j"),
+                                            "")
 
 
 async def test_should_skip_local_execution_reads_the_checks_controllers() -> None:

@@ -15,6 +15,7 @@ from prometheus_client import CollectorRegistry
 
 from jobframework import constants as c
 from jobframework.api import Workload
+from jobframework.config import parse_configuration, reconciler_options_from
 from jobframework.constants import FeatureGates
 from jobframework.metrics import (
     LOCAL_QUEUE_GVK,
@@ -268,6 +269,34 @@ async def test_local_queue_selector_match() -> None:
     await register_local_queue(w, labels={"team": "a"})
     await w.reconcile(MockJob())
     assert metrics.sample(f"{LQ_READY}_count", LQ) == 1.0
+
+
+@pytest.mark.parametrize(("team", "exposed"), [("a", True), ("b", False)])
+async def test_configured_local_queue_selector_reaches_the_reconciler(
+        team: str, exposed: bool) -> None:
+    # Configuration metrics.localQueueMetrics -> reconciler_options_from -> the metrics
+    # the reconciler records into.
+    cfg = parse_configuration({
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+        "metrics": {"localQueueMetrics": {"enable": True, "localQueueSelector": {
+            "matchLabels": {"team": "a"}}}}})
+    options = reconciler_options_from(cfg)
+    w = await ready_world(local_queue_metrics=options.local_queue_metrics)
+    await register_local_queue(w, labels={"team": team})
+    await w.reconcile(MockJob())
+    m = w.reconciler.metrics
+    assert m.sample(f"{READY}_count", CQ) == 1.0
+    assert m.sample(f"{LQ_READY}_count", LQ) == (1.0 if exposed else None)
+
+
+def test_local_queue_metrics_option_reaches_the_manager_registry_metrics() -> None:
+    config = LocalQueueMetricsConfig(enabled=False)
+    w = World(local_queue_metrics=config)
+    assert w.reconciler.metrics.local_queue_metrics is config
+    mgr = Manager(w.client, clock=w.clock)
+    GenericReconciler(w.reconciler, MockJob).setup_with_manager(mgr)
+    assert w.reconciler.metrics.registry is mgr.get_metrics().registry
+    assert w.reconciler.metrics.local_queue_metrics is config
 
 
 @contextlib.asynccontextmanager

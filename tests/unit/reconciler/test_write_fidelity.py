@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -19,8 +20,9 @@ from tests.unit.batchjob import helpers as bj
 
 from jobframework import constants as c
 from jobframework import workload as wlpkg
-from jobframework.api import ReclaimablePod
+from jobframework.api import Condition, ReclaimablePod, Workload
 from jobframework.api.workload import RequeueState
+from jobframework.constants import FeatureGate, FeatureGates
 from jobframework.interface import FinishedResult
 from jobframework.podset import InvalidPodsetInfoError, PodSetInfo
 from jobframework.reconciler import ReconcileError
@@ -49,29 +51,14 @@ class RacingClient(InMemoryClient):
     """Right after the reconciler first reads the Workload ``target``, another writer
     changes it, so the reconciler's copy is stale (as an informer cache can be).
 
-    A status apply that carries a ``resourceVersion`` is checked against the stored one,
-    as kube-apiserver does (the version check of an update precedes the status strategy).
-    The in-memory server enforces it for merge patches and main-resource applies but not
-    yet for applies to the status subresource, so the client does it here.
+    The server then rejects the reconciler's status write, which carries the stale
+    ``resourceVersion``, with a Conflict, as kube-apiserver does.
     """
 
     def __init__(self, server: APIServer, target: str, *, armed: bool = True) -> None:
         super().__init__(server)
         self.target = target
         self.armed = armed
-
-    async def apply(self, obj: Object, *, field_manager: str, force: bool = False,
-                    subresource: str | None = None) -> Object:
-        wanted = (obj.get("metadata") or {}).get("resourceVersion")
-        if subresource == "status" and wanted:
-            name = obj["metadata"]["name"]
-            current = await self.get(WORKLOAD, name, namespace=obj["metadata"]["namespace"])
-            if current["metadata"]["resourceVersion"] != wanted:
-                raise errors.new_conflict(
-                    "workloads", name, "the object has been modified; please apply your "
-                    "changes to the latest version and try again", c.KUEUE_GROUP)
-        return await super().apply(obj, field_manager=field_manager, force=force,
-                                   subresource=subresource)
 
     async def list(self, gvk: GVK, **kwargs: Any) -> Any:
         listed = await super().list(gvk, **kwargs)
@@ -387,3 +374,153 @@ async def test_a_slice_replaced_by_a_live_one_is_replaced() -> None:
     await w.reconcile()
     assert _finish_reasons(w) == {"a": c.WORKLOAD_SLICE_REPLACED, "b": None}
 
+
+
+# --- what a status write sends (Kueue's baseSSAWorkload and the update functions) --------
+
+
+class RecordingClient(InMemoryClient):
+    """Records the body of every write to the Workload's status subresource."""
+
+    def __init__(self, server: APIServer) -> None:
+        super().__init__(server)
+        self.sent: list[tuple[str, Object]] = []
+
+    async def apply(self, obj: Object, *, field_manager: str, force: bool = False,
+                    subresource: str | None = None) -> Object:
+        if subresource == "status":
+            self.sent.append(("apply", copy.deepcopy(obj)))
+        return await super().apply(obj, field_manager=field_manager, force=force,
+                                   subresource=subresource)
+
+    async def patch(self, gvk: GVK, name: str, patch: Any, **kwargs: Any) -> Object:
+        if kwargs.get("subresource") == "status":
+            kind = "merge" if kwargs.get("patch_type") == PatchType.MERGE else "other"
+            self.sent.append((kind, copy.deepcopy(patch)))
+        return await super().patch(gvk, name, patch, **kwargs)
+
+
+def recording(w: World) -> RecordingClient:
+    client = RecordingClient(w.server)
+    w.reconciler.client = client
+    return client
+
+
+MERGE = FeatureGates({FeatureGate.WORKLOAD_REQUEST_USE_MERGE_PATCH: True})
+
+
+@pytest.mark.parametrize("site", ["custom conditions", "job finished", "reclaimable pods",
+                                  "PodsReady", "eviction clearing", "orphan finished"])
+async def test_status_apply_identifies_the_workload_as_kueues_base(site: str) -> None:
+    # baseSSAWorkload: uid, name, namespace, generation, annotations, labels (and the
+    # resourceVersion of a strict write) besides apiVersion and kind.
+    options, setup, new_job, _, written = SITES[site]
+    w = World(**options)
+    await setup(w)
+    await w.client.patch(WORKLOAD, WL_NAME, {"metadata": {"annotations": {"note": "kept"}}},
+                         namespace="default", patch_type=PatchType.MERGE)
+    before = stored(w)
+    client = recording(w)
+    await w.reconcile(new_job())
+    assert written(stored(w))
+    [(kind, body)] = client.sent
+    assert kind == "apply"
+    assert (body["apiVersion"], body["kind"]) == (c.KUEUE_API_VERSION, "Workload")
+    meta = before["metadata"]
+    assert body["metadata"] == {
+        "uid": meta["uid"], "name": WL_NAME, "namespace": "default",
+        "generation": meta["generation"], "annotations": {"note": "kept"},
+        "labels": meta["labels"], "resourceVersion": meta["resourceVersion"]}
+    assert set(body) == {"apiVersion", "kind", "metadata", "status"}
+
+
+def test_status_apply_base_leaves_out_empty_metadata() -> None:
+    wl = wlpkg.from_object({"apiVersion": c.KUEUE_API_VERSION, "kind": "Workload",
+                            "metadata": {"name": "a", "namespace": "ns", "labels": {},
+                                         "annotations": {}, "generation": 0}})
+    assert wlpkg._base(wl) == {"apiVersion": c.KUEUE_API_VERSION, "kind": "Workload",
+                               "metadata": {"name": "a", "namespace": "ns"}}
+
+
+async def _pods_ready_was_recovering(w: World) -> None:
+    # Not admitted (any more) while PodsReady=False waits for a recovery since T0.
+    await w.create_job()
+    await w.create_workload(status={"conditions": [
+        {"type": "PodsReady", "status": "False", "reason": "WaitForRecovery",
+         "message": "At least one pod has failed, waiting for recovery",
+         "lastTransitionTime": w.ts(ago=100)}]})
+
+
+@pytest.mark.parametrize(("features", "fresh"), [(FeatureGates(), True), (MERGE, False)])
+async def test_pods_ready_condition_is_sent_with_a_fresh_transition_time(
+        features: FeatureGates, fresh: bool) -> None:
+    # SetConditionAndUpdate stamps now; the apply starts from an empty status, so the time
+    # is sent even though the status (False) does not change; a merge patch sets the
+    # condition on the Workload's own, whose time then stays.
+    w = World(wait_for_pods_ready=True, features=features)
+    await _pods_ready_was_recovering(w)
+    w.clock.advance(5)
+    await w.reconcile(MockJob())
+    [pods_ready] = [x for x in stored(w)["status"]["conditions"] if x["type"] == "PodsReady"]
+    assert (pods_ready["status"], pods_ready["reason"]) == ("False", "WaitForStart")
+    assert pods_ready["observedGeneration"] == 1
+    assert pods_ready["lastTransitionTime"] == (w.ts() if fresh else w.ts(ago=105))
+
+
+class ReportsCustomAgain(MockJob):
+    """Reports ``Custom=True`` again, with a new reason and the time it was given."""
+
+    def __init__(self, transition: str | None) -> None:
+        super().__init__()
+        self.transition = transition
+
+    def custom_workload_conditions(self, wl: Workload) -> tuple[list[Condition], bool]:
+        cond = Condition(type="Custom", status="True", reason="Again", message="m")
+        if self.transition is not None:
+            cond.last_transition_time = self.transition
+        return [cond], True
+
+
+@pytest.mark.parametrize(("features", "given", "expected"), [
+    (FeatureGates(), None, "now"),
+    (FeatureGates(), "2026-01-01T00:00:00Z", "given"),
+    (MERGE, None, "stored"),
+    (MERGE, "2026-01-01T00:00:00Z", "stored"),
+])
+async def test_custom_condition_is_sent_with_its_own_time_or_now(
+        features: FeatureGates, given: str | None, expected: str) -> None:
+    w = World(features=features)
+    await w.create_job()
+    t0 = w.ts(ago=100)
+    await w.create_workload(status={"conditions": [
+        {"type": "Custom", "status": "True", "reason": "Because", "message": "m",
+         "lastTransitionTime": t0}]})
+    await w.reconcile(ReportsCustomAgain(given))
+    [custom] = [x for x in stored(w)["status"]["conditions"] if x["type"] == "Custom"]
+    assert (custom["status"], custom["reason"]) == ("True", "Again")
+    assert custom["lastTransitionTime"] == {"now": w.ts(), "given": given, "stored": t0}[
+        expected]
+
+
+class ReclaimsNothing(MockJob):
+    async def reclaimable_pods(self, client: Client) -> list[ReclaimablePod]:
+        return []
+
+
+@pytest.mark.parametrize(("features", "kind", "sent"), [
+    (FeatureGates(), "apply", {}),
+    (MERGE, "merge", {"reclaimablePods": None}),
+], ids=["apply", "merge"])
+async def test_no_reclaimable_pods_left_leaves_the_field_out(
+        features: FeatureGates, kind: str, sent: dict[str, Any]) -> None:
+    # UpdateReclaimablePods with none: omitempty drops the field from the applied status
+    # (the apply then removes what the manager owned); a merge patch nulls it.
+    w = World(features=features)
+    await _running(w)
+    await w.reconcile(Reclaiming())
+    assert stored(w)["status"]["reclaimablePods"] == [{"name": "main", "count": 1}]
+    client = recording(w)
+    await w.reconcile(ReclaimsNothing())
+    [(sent_kind, body)] = client.sent
+    assert (sent_kind, body["status"]) == (kind, sent)
+    assert "reclaimablePods" not in stored(w)["status"]
