@@ -26,9 +26,12 @@ from typing import NamedTuple, Protocol, runtime_checkable
 from .api.conditions import Condition
 from .api.workload import PodSet, ReclaimablePod, Workload
 from .field import ErrorList
+# The MultiKueue side of an integration lives with MultiKueue's other contracts; it is
+# re-exported here, where Kueue's interface.go declares it.
+from .multikueue import MultiKueueAdapter as MultiKueueAdapter
 from .podset import PodSetInfo
 from .runtime.client import Client
-from .runtime.objects import GVK, Object, ObjectKey
+from .runtime.objects import GVK, Object
 
 
 class StopReason(enum.StrEnum):
@@ -234,27 +237,3 @@ class JobWithCustomQueueNameChange(Protocol):
 
     async def custom_queue_name_change(self, client: Client, wl: Workload) -> None:
         """Apply the job's new queue name to its Workload."""
-
-
-@runtime_checkable
-class MultiKueueAdapter(Protocol):
-    """The MultiKueue side of an integration: mirrors a job onto a worker cluster."""
-
-    async def sync_job(
-        self,
-        local: Client,
-        remote: Client,
-        key: ObjectKey,
-        workload_name: str,
-        origin: str,
-    ) -> bool:
-        """Create or update the remote copy; return True to defer (try again later)."""
-
-    async def delete_remote_object(self, remote: Client, key: ObjectKey) -> None:
-        """Delete the remote copy."""
-
-    async def is_job_managed_by_kueue(self, local: Client, key: ObjectKey) -> tuple[bool, str]:
-        """Whether the local job is managed by MultiKueue, and if not why."""
-
-    def gvk(self) -> GVK:
-        """The job kind the adapter serves."""

@@ -24,7 +24,7 @@ from .field import go_quote
 from .runtime import errors
 from .runtime.client import Client, Reader
 from .runtime.objects import GVK, Object, ObjectKey, labels_of
-from .validation import set_multikueue_meta
+from .utils import set_multikueue_meta
 
 __all__ = [
     "MultiKueueAdapter",
