@@ -26,6 +26,7 @@ from typing import NamedTuple, Protocol, runtime_checkable
 from .api.conditions import Condition
 from .api.workload import PodSet, ReclaimablePod, Workload
 from .field import ErrorList
+
 # The MultiKueue side of an integration lives with MultiKueue's other contracts; it is
 # re-exported here, where Kueue's interface.go declares it.
 from .multikueue import MultiKueueAdapter as MultiKueueAdapter
