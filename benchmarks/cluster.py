@@ -91,6 +91,9 @@ class SideResult:
     #: Our manager only: CPU seconds per Job during the run, and peak RSS in MB.
     cpu_ms_per_job: float | None = None
     peak_rss_mb: float | None = None
+    #: The Kueue manager process: CPU per Job during the run, and peak RSS in MB.
+    kueue_cpu_ms_per_job: float | None = None
+    kueue_peak_rss_mb: float | None = None
 
 
 def namespace_for(n: int) -> str:
@@ -148,6 +151,11 @@ def audit_size(audit: Path) -> int:
 
 
 # --------------------------------------------------------------------------- processes
+
+
+def kueue_pid(state_dir: Path) -> int:
+    """The Kueue manager's pid, from the launcher's record."""
+    return int(json.loads((state_dir / "pids" / "kueue.json").read_text())["pid"])
 
 
 def proc_cpu_seconds(pid: int) -> float:
@@ -296,11 +304,13 @@ async def run_side(side: str, topology: Topology, sizes: list[int], concurrency:
                 for n in sizes:
                     ns = namespace_for(n)
                     await setup_namespace(client, ns)
-                    r = await measure(side, client, ns, n, concurrency, audit, pid, say)
+                    r = await measure(side, client, ns, n, concurrency, audit, pid,
+                                      kueue_pid(state_dir), say)
                     say(f"[{side}] {n} Jobs in {r.seconds}s: {r.throughput} Jobs/s, "
-                        f"p50 {r.p50}s, p99 {r.p99}s"
-                        + (f", {r.cpu_ms_per_job} ms CPU/Job, peak RSS {r.peak_rss_mb} MB"
-                           if pid else ""))
+                        f"p50 {r.p50}s, p99 {r.p99}s; Kueue {r.kueue_cpu_ms_per_job} ms "
+                        f"CPU/Job, peak RSS {r.kueue_peak_rss_mb} MB"
+                        + (f"; ours {r.cpu_ms_per_job} ms CPU/Job, peak RSS "
+                           f"{r.peak_rss_mb} MB" if pid else ""))
                     results.append(r)
                     # Gone in the background: its pods and Workloads are deleted by GC.
                     await client.delete(NAMESPACE_GVK, ns)
@@ -311,7 +321,7 @@ async def run_side(side: str, topology: Topology, sizes: list[int], concurrency:
 
 
 async def measure(side: str, client: RestClient, ns: str, n: int, concurrency: int,
-                  audit: Path, pid: int | None, say: Any) -> SideResult:
+                  audit: Path, pid: int | None, kueue: int, say: Any) -> SideResult:
     say(f"[{side}] {n} Jobs, {concurrency} creates at a time...")
     seen: dict[str, float] = {}
     created: dict[str, float] = {}
@@ -320,6 +330,7 @@ async def measure(side: str, client: RestClient, ns: str, n: int, concurrency: i
     await asyncio.sleep(1.0)
     offset = audit_size(audit)
     cpu0 = proc_cpu_seconds(pid) if pid else 0.0
+    kueue0 = proc_cpu_seconds(kueue)
     sem = asyncio.Semaphore(concurrency)
     t0 = time.monotonic()
 
@@ -337,6 +348,7 @@ async def measure(side: str, client: RestClient, ns: str, n: int, concurrency: i
         await asyncio.sleep(0.2)
     t_end = max(seen[k] for k in names)
     cpu1 = proc_cpu_seconds(pid) if pid else 0.0
+    kueue1 = proc_cpu_seconds(kueue)
     stop.set()
     follower.cancel()
     with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -353,7 +365,85 @@ async def measure(side: str, client: RestClient, ns: str, n: int, concurrency: i
         p50=round(statistics.median(lat), 3), p99=round(lat[int(0.99 * (len(lat) - 1))], 3),
         requests_per_job=per_job,
         cpu_ms_per_job=round((cpu1 - cpu0) * 1000 / n, 2) if pid else None,
-        peak_rss_mb=round(proc_peak_rss_mb(pid), 1) if pid else None)
+        peak_rss_mb=round(proc_peak_rss_mb(pid), 1) if pid else None,
+        kueue_cpu_ms_per_job=round((kueue1 - kueue0) * 1000 / n, 2),
+        kueue_peak_rss_mb=round(proc_peak_rss_mb(kueue), 1))
+
+
+# --------------------------------------------------------------------------- memory
+
+
+def proc_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def idle_job(i: int, ns: str) -> Object:
+    """A suspended Job without a queue: cached by our manager, run by nobody."""
+    job = job_manifest(i, ns)
+    del job["metadata"]["labels"]
+    job["spec"]["suspend"] = True
+    return job
+
+
+def idle_workload(i: int, ns: str) -> Object:
+    """A Workload for a LocalQueue that does not exist: cached, never admitted."""
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+            "metadata": {"name": f"idle-{i:05d}", "namespace": ns},
+            "spec": {"queueName": "nowhere", "podSets": [{
+                "name": "main", "count": 1, "template": {"spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "main", "image": "registry.example/fake:1",
+                                    "resources": {"requests": {"cpu": "10m"}}}]}}}]}}
+
+
+async def run_memory(n: int, concurrency: int, say: Any) -> dict[str, float]:
+    """Our manager's memory with ``n`` Jobs and ``n`` Workloads in its caches."""
+    state_dir = cache_root() / "clusters" / f"bench-memory-{os.getpid()}"
+    cluster = LocalCluster(state_dir, PYTHON_TOPOLOGY)
+    say(f"[memory] starting a local cluster for {n} Jobs and {n} Workloads...")
+    info = cluster.up()
+    try:
+        async with await RestClient.from_kubeconfig(
+                info.kubeconfig, user_agent=BENCH_AGENT,
+                timeouts=Timeouts(read=60.0, watch_inactivity=120.0)) as client, \
+                our_manager(info.kubeconfig, state_dir / "logs" / "our-manager.log") as pid:
+            ns = "bench-memory"
+            await setup_namespace(client, ns)
+            await wait_for("our Job webhook", lambda: _suspends(client, ns), 180)
+            await asyncio.sleep(5.0)
+            empty = proc_rss_mb(pid)
+            sem = asyncio.Semaphore(concurrency)
+
+            async def create(obj: Object) -> None:
+                async with sem:
+                    await client.create(obj)
+
+            t0 = time.monotonic()
+            await asyncio.gather(*(create(idle_job(i, ns)) for i in range(n)))
+            await asyncio.gather(*(create(idle_workload(i, ns)) for i in range(n)))
+            say(f"[memory] {2 * n} objects created in {time.monotonic() - t0:.0f}s")
+            # The watches deliver them within moments; let the manager settle.
+            previous = -1.0
+            for _ in range(60):
+                await asyncio.sleep(2.0)
+                rss = proc_rss_mb(pid)
+                if abs(rss - previous) < 0.5:
+                    break
+                previous = rss
+            full = proc_rss_mb(pid)
+            out = {"objects": 2 * n, "rss_empty_mb": round(empty, 1),
+                   "rss_full_mb": round(full, 1), "peak_rss_mb": round(proc_peak_rss_mb(pid), 1),
+                   "bytes_per_object": round((full - empty) * 1024 * 1024 / (2 * n))}
+            say(f"[memory] our manager: {out['rss_empty_mb']} MB empty, {out['rss_full_mb']} MB"
+                f" with {n} Jobs and {n} Workloads cached (peak {out['peak_rss_mb']} MB), "
+                f"{out['bytes_per_object']} bytes per cached object")
+            return out
+    finally:
+        cluster.down()
+        shutil.rmtree(state_dir, ignore_errors=True)
 
 
 # --------------------------------------------------------------------------- report
@@ -383,6 +473,10 @@ def report(results: list[SideResult], say: Any) -> list[dict[str, Any]]:
             "job_controller_writes_per_job": {"kueue": round(kueue_job_writes, 3),
                                               "python": round(writes(p, "ours"), 3)},
             "ours_cpu_ms_per_job": p.cpu_ms_per_job, "ours_peak_rss_mb": p.peak_rss_mb,
+            # Kueue alone on its side vs Kueue beside ours: the job reconciler's CPU moved.
+            "kueue_cpu_ms_per_job": {"kueue": k.kueue_cpu_ms_per_job,
+                                     "python": p.kueue_cpu_ms_per_job},
+            "kueue_peak_rss_mb": {"kueue": k.kueue_peak_rss_mb, "python": p.kueue_peak_rss_mb},
             "requests_per_job": {"kueue": k.requests_per_job, "python": p.requests_per_job},
         }
         rows.append(row)
@@ -393,6 +487,10 @@ def report(results: list[SideResult], say: Any) -> list[dict[str, Any]]:
         say(f"  job-controller writes per Job: Kueue {kueue_job_writes:.2f}, ours "
             f"{writes(p, 'ours'):.2f}; ours {p.cpu_ms_per_job} ms CPU per Job, "
             f"peak RSS {p.peak_rss_mb} MB")
+        say(f"  Kueue process: {k.kueue_cpu_ms_per_job} ms CPU per Job alone, "
+            f"{p.kueue_cpu_ms_per_job} beside ours (so its Job reconciler and webhook cost "
+            f"about {(k.kueue_cpu_ms_per_job or 0) - (p.kueue_cpu_ms_per_job or 0):.2f} ms); "
+            f"peak RSS {k.kueue_peak_rss_mb} / {p.kueue_peak_rss_mb} MB")
         for side, r in (("kueue", k), ("python", p)):
             say(f"  [{side}] requests per Job: " + "; ".join(
                 f"{c}: " + ", ".join(f"{v} {verb}" for verb, v in sorted(verbs.items()))
@@ -418,6 +516,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--concurrency", type=int, default=16, help="creates in flight")
     p.add_argument("--only", choices=("kueue", "python"), help="one side only")
     p.add_argument("--output", default=str(RESULTS), help="results file ('-' for none)")
+    p.add_argument("--memory", type=int, default=0, metavar="N",
+                   help="also measure our manager's memory with N Jobs and N Workloads "
+                        "cached (e.g. 10000)")
+    p.add_argument("--memory-only", action="store_true", help="only the memory benchmark")
     p.add_argument("--profile", help="run our manager under cProfile, stats to this file "
                                      "(CPU figures then include the profiler's cost)")
     args = p.parse_args(argv)
@@ -425,14 +527,17 @@ def main(argv: list[str] | None = None) -> int:
     def say(line: str) -> None:
         print(line, flush=True)
 
-    results = asyncio.run(run_all(args, say))
+    results = asyncio.run(run_all(args, say)) if not args.memory_only else []
     rows = report(results, say)
+    memory = asyncio.run(run_memory(args.memory, args.concurrency * 2, say)) \
+        if args.memory else None
     if args.output != "-":
         Path(args.output).write_text(json.dumps({
             "date": dt.date.today().isoformat(), "python": platform.python_version(),
             "machine": f"{platform.machine()}, {os.cpu_count()} cores",
             "concurrency": args.concurrency,
             "sides": [dataclasses.asdict(r) for r in results], "comparison": rows,
+            "memory": memory,
         }, indent=2) + "\n")
     return 0
 

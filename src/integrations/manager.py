@@ -66,7 +66,7 @@ from jobframework.config import (
 )
 from jobframework.constants import DEFAULT_KUEUE_VERSION, KueueVersion
 from jobframework.integrations import IntegrationManager
-from jobframework.runtime.cache import strip_managed_fields
+from jobframework.runtime.cache import compose_transforms, intern_strings, strip_managed_fields
 from jobframework.runtime.client import Client
 from jobframework.runtime.errors import NotFound
 from jobframework.runtime.manager import Manager
@@ -270,8 +270,10 @@ class ExternalFrameworkManager:
                       metrics_bind_address=opts.metrics_bind_address,
                       graceful_shutdown_timeout=10.0, cache_sync_timeout=opts.ready_timeout,
                       group_kind_concurrency=concurrency,
-                      # No reconciler reads managedFields; they are a third of each object.
-                      cache_options={"transform": strip_managed_fields})
+                      # No reconciler reads managedFields (a third of each object);
+                      # equal keys and short values are shared between cached objects.
+                      cache_options={"transform": compose_transforms(
+                          strip_managed_fields, intern_strings)})
         self.manager = mgr
         ours = {i.framework_name for i in self.integrations}
         for kind_arg in self.kueue_config.external_frameworks():

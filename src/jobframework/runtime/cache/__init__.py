@@ -31,6 +31,8 @@ from ._informer import (
     OnUpdate,
     SharedInformer,
     TransformFunc,
+    compose_transforms,
+    intern_strings,
     strip_managed_fields,
 )
 from ._reflector import Backoff, Reflector, ReflectorStore
@@ -66,8 +68,10 @@ __all__ = [
     "SharedInformer",
     "TransformFunc",
     "UnknownNamespace",
+    "compose_transforms",
     "field_index_name",
     "index_by_namespace",
+    "intern_strings",
     "namespaced_index_key",
     "object_key",
     "strip_managed_fields",

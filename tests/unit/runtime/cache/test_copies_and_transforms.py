@@ -53,3 +53,28 @@ async def test_a_cache_with_the_transform_stores_no_managed_fields() -> None:
     finally:
         await cache.stop()
     assert "managedFields" not in got["metadata"] and got["data"] == {"x": "1"}
+
+
+def test_intern_strings_shares_keys_and_short_values_between_objects() -> None:
+    import json
+
+    from jobframework.runtime.cache import compose_transforms, intern_strings
+
+    raw = json.dumps({"metadata": {"name": "job-a", "managedFields": [{"m": 1}],
+                                   "labels": {"kueue.x-k8s.io/queue-name": "q"}},
+                      "status": {"conditions": [{"type": "Complete", "status": "True",
+                                                 "message": "x" * 100}]}})
+    transform = compose_transforms(strip_managed_fields, intern_strings)
+    a, b = transform(json.loads(raw)), transform(json.loads(raw))
+    assert a == b == {"metadata": {"name": "job-a", "labels": {"kueue.x-k8s.io/queue-name": "q"}},
+                      "status": {"conditions": [{"type": "Complete", "status": "True",
+                                                 "message": "x" * 100}]}}
+    key_a = next(iter(a["metadata"]["labels"]))
+    key_b = next(iter(b["metadata"]["labels"]))
+    assert key_a is key_b
+    assert a["status"]["conditions"][0]["status"] is b["status"]["conditions"][0]["status"]
+    # Long free text is left alone (interning it would only grow the intern table).
+    assert a["status"]["conditions"][0]["message"] is not b["status"]["conditions"][0]["message"]
+    # Copies handed out keep the sharing.
+    copied = deep_copy(a)
+    assert next(iter(copied["metadata"]["labels"])) is key_a
