@@ -20,8 +20,13 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
-from kubernetes_asyncio import client as k8s_client
-from kubernetes_asyncio import config as k8s_config
+
+from ._lean_import import import_lean
+
+import_lean()  # before the first kubernetes_asyncio import: its generated APIs stay unloaded
+
+from kubernetes_asyncio import client as k8s_client  # noqa: E402
+from kubernetes_asyncio import config as k8s_config  # noqa: E402
 
 #: Where a pod finds its service-account credentials (as client-go's ``rest.InClusterConfig``).
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"

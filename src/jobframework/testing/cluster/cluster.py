@@ -46,6 +46,9 @@ STOP_ORDER = (
 )
 
 
+KUEUE_GROUP_VERSION = "kueue.x-k8s.io/v1beta2"
+
+
 def default_state_dir(name: str = "default") -> Path:
     env = os.environ.get("KUEUE_JF_CLUSTER_DIR")
     if env:
@@ -447,6 +450,14 @@ class LocalCluster:
                 sort_keys=False,
             )
         )
+        # Established is not enough: Kueue's first act is to index Workloads, and it exits
+        # if discovery does not list them yet (seen on a loaded machine).
+        def kueue_kinds_discoverable() -> bool:
+            listed = kube.get(f"/apis/{KUEUE_GROUP_VERSION}") or {}
+            kinds = {r.get("kind") for r in listed.get("resources") or []}
+            return {"Workload", "ClusterQueue", "LocalQueue", "ResourceFlavor"} <= kinds
+
+        self._wait("Kueue's kinds in discovery", kueue_kinds_discoverable, 60)
         self.procs.start(
             "kueue",
             [

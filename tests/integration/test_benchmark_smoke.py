@@ -1,0 +1,35 @@
+"""The real-control-plane benchmark at a tiny size: it runs end to end and reports every
+figure (no timing is asserted; ``nox -s bench-cluster`` is where figures come from)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.cluster
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "cluster.py"
+
+
+@pytest.mark.timeout(900)
+def test_cluster_benchmark_runs_both_sides_and_reports(tmp_path: Path) -> None:
+    out = tmp_path / "results.json"
+    proc = subprocess.run(
+        [sys.executable, str(BENCH), "--jobs", "5", "--memory", "20", "--output", str(out)],
+        capture_output=True, text=True, timeout=850)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "N=5: throughput" in proc.stdout, proc.stdout[-3000:]
+    results = json.loads(out.read_text())
+    sides = {s["side"]: s for s in results["sides"]}
+    assert set(sides) == {"kueue", "python"}
+    for side in sides.values():
+        assert side["jobs"] == 5 and side["throughput"] > 0 and side["p99"] >= side["p50"] > 0
+        assert side["requests_per_job"]["benchmark"]["create"] == 1.0
+    # Our manager wrote (Workloads, the unsuspend patches) and its CPU and memory were read.
+    assert sides["python"]["requests_per_job"]["ours"]["create"] >= 1.0
+    assert sides["python"]["cpu_ms_per_job"] > 0 and sides["python"]["peak_rss_mb"] > 0
+    assert results["memory"]["objects"] == 40 and results["memory"]["rss_full_mb"] > 0
