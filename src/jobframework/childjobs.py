@@ -22,16 +22,21 @@ the parent. This module holds the parts every such kind needs:
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import enum
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 import attrs
 
-from .api.conditions import CONDITION_TRUE
+from .api.conditions import CONDITION_FALSE, CONDITION_TRUE, find_condition, set_condition
 from .podset import PodSetInfo, merge_into_template
-from .runtime.objects import Object
+from .runtime.client import ObjectList, PropagationPolicy
+from .runtime.objects import GVK, Object, annotations_of
+
+log = logging.getLogger(__name__)
 
 
 class JobPhase(enum.StrEnum):
@@ -183,6 +188,18 @@ def infos_from_json(raw: str | None) -> dict[str, PodSetInfo] | None:
     return {i.name: i for i in infos}
 
 
+def stored_infos(parent: Mapping[str, Any], annotation: str) -> dict[str, PodSetInfo]:
+    """The admission a Kueue adapter stored on ``parent`` in ``annotation`` (written by
+    :func:`infos_to_json`), by PodSet name; empty when absent (malformed: logged, empty)."""
+    raw = annotations_of(parent).get(annotation)
+    infos = infos_from_json(raw)
+    if infos is None:
+        if raw:
+            log.warning("ignoring malformed %s annotation", annotation)
+        return {}
+    return infos
+
+
 def injected_info(job: Mapping[str, Any], annotation: str) -> PodSetInfo | None:
     """What :func:`inject_info` put into ``job``'s pod template, if anything."""
     raw = ((job.get("metadata") or {}).get("annotations") or {}).get(annotation)
@@ -278,6 +295,72 @@ def info_fits(template: Mapping[str, Any], info: PodSetInfo) -> None:
     merge_into_template(copy.deepcopy(dict(template)), info)
 
 
+# --- the parent's controller ------------------------------------------------------------------
+
+
+class IndexedReader(Protocol):
+    """The reads a parent's controller makes: cached ``get`` and ``list`` with field
+    indexes (the manager's client is one)."""
+
+    async def get(self, gvk: GVK, name: str, *, namespace: str | None = None) -> Object:
+        """One object."""
+
+    async def list(
+        self,
+        gvk: GVK,
+        *,
+        namespace: str | None = None,
+        matching_fields: Mapping[str, str] | None = None,
+    ) -> ObjectList:
+        """Objects matching the field indexes."""
+
+
+class Recorder(Protocol):
+    """Where a parent's controller records events (the runtime's ``EventRecorder``)."""
+
+    def event(self, obj: Mapping[str, Any], type: str, reason: str, message: str) -> None:
+        """Record an event about ``obj``."""
+
+
+class ParentWriter(Protocol):
+    """The writes a parent's controller makes on its children and itself."""
+
+    async def create(self, obj: Object) -> Object:
+        """POST."""
+
+    async def update(self, obj: Object) -> Object:
+        """PUT."""
+
+    async def update_status(self, obj: Object) -> Object:
+        """PUT to ``status``."""
+
+    async def delete(self, gvk: GVK, name: str, *, namespace: str | None = None,
+                     propagation_policy: PropagationPolicy | None = None) -> Any:
+        """DELETE."""
+
+
+def set_status_condition(
+    conditions: list[dict[str, Any]],
+    type_: str,
+    true: bool,
+    *,
+    reason: str,
+    message: str,
+    false_reason: str,
+    generation: int,
+    now: dt.datetime,
+) -> None:
+    """Set condition ``type_``: added when it first becomes true, kept (as False, with
+    ``false_reason`` and no message) once it no longer holds, absent until then."""
+    if not true and find_condition(conditions, type_) is None:
+        return
+    set_condition(conditions, {
+        "type": type_, "status": CONDITION_TRUE if true else CONDITION_FALSE,
+        "reason": reason if true else false_reason, "message": message if true else "",
+        "observedGeneration": generation,
+    }, now=now)
+
+
 # --- suspending and resuming child Jobs -------------------------------------------------------
 
 
@@ -338,9 +421,12 @@ async def resume_job(
 
 
 __all__ = [
+    "IndexedReader",
     "JobOutcome",
     "JobPhase",
     "JobWriter",
+    "ParentWriter",
+    "Recorder",
     "info_fits",
     "info_from_dict",
     "info_to_dict",
@@ -355,5 +441,7 @@ __all__ = [
     "restore_info",
     "resume_job",
     "same_info",
+    "set_status_condition",
+    "stored_infos",
     "suspend_job",
 ]

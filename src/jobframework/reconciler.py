@@ -1591,6 +1591,43 @@ class APIWaiter:
         return f"APIWaiter({self.gvk})"
 
 
+async def setup_integration(
+    mgr: Any,
+    callbacks: IntegrationCallbacks,
+    options: ReconcilerOptions,
+    *,
+    reporting_controller: str,
+    webhook_server: Any = None,
+    webhook_options: Mapping[str, Any] | None = None,
+) -> tuple[GenericReconciler, list[str]]:
+    """One integration on ``mgr``, set up by itself as :func:`setup_controllers` sets up
+    each framework: its indexes, its generic reconciler (events reported as
+    ``reporting_controller``) and, given a server, its Kueue webhook with the options'
+    queue settings plus ``webhook_options``. Returns the reconciler and the webhook paths.
+
+    This is what a reference integration's ``setup`` runs when it is given Kueue options.
+    """
+    if callbacks.setup_indexes is not None:
+        indexed = callbacks.setup_indexes(mgr.get_cache())
+        if inspect.isawaitable(indexed):
+            await indexed
+    if callbacks.new_reconciler is None:
+        raise IntegrationError("the integration has no reconciler factory")
+    reconciler: GenericReconciler = callbacks.new_reconciler(
+        mgr.get_client(), mgr.get_cache(), mgr.get_event_recorder_for(reporting_controller),
+        options)
+    reconciler.setup_with_manager(mgr)
+    paths: list[str] = []
+    if webhook_server is not None and callbacks.setup_webhook is not None:
+        paths = list(callbacks.setup_webhook(
+            webhook_server, mgr.get_client(), **dict(webhook_options or {}),
+            integration_manager=options.integration_manager,
+            manage_jobs_without_queue_name=options.manage_jobs_without_queue_name,
+            managed_jobs_namespace_selector=options.managed_jobs_namespace_selector,
+            queues=options.queues, features=options.features))
+    return reconciler, paths
+
+
 async def setup_controllers(
     mgr: Any,
     integration_manager: IntegrationManager,

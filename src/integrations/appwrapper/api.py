@@ -11,14 +11,12 @@ Kueue's ``pkg/controller/jobs/appwrapper``): an AppWrapper written for either ru
 
 from __future__ import annotations
 
-import copy
 import enum
-from importlib import resources
 from typing import Final
 
-import yaml
-
 from jobframework.runtime.objects import GVK, Object
+
+from .._manifests import load_yaml_folder
 
 __all__ = [
     "ADMISSION_GRACE_PERIOD_ANNOTATION",
@@ -130,21 +128,9 @@ class AppWrapperCondition(enum.StrEnum):
 
 def load_crds() -> list[Object]:
     """The AppWrapper CustomResourceDefinition shipped in ``crds/`` (fresh copies)."""
-    out: list[Object] = []
-    folder = resources.files(__package__).joinpath("crds")
-    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-        if entry.name.endswith(".yaml"):
-            out.extend(copy.deepcopy(doc) for doc in yaml.safe_load_all(entry.read_text())
-                       if isinstance(doc, dict))
-    return out
+    return [doc for docs in load_yaml_folder(__package__, "crds").values() for doc in docs]
 
 
 def load_samples() -> dict[str, list[Object]]:
     """The sample manifests shipped in ``samples/`` (file name → documents)."""
-    out: dict[str, list[Object]] = {}
-    folder = resources.files(__package__).joinpath("samples")
-    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-        if entry.name.endswith(".yaml"):
-            docs = yaml.safe_load_all(entry.read_text(encoding="utf-8"))
-            out[entry.name] = [d for d in docs if isinstance(d, dict)]
-    return out
+    return load_yaml_folder(__package__, "samples")

@@ -36,6 +36,7 @@ from jobframework.reconciler import (
     GenericReconciler,
     ReconcilerOptions,
     new_generic_reconciler_factory,
+    setup_integration,
 )
 from jobframework.runtime.manager import Manager
 from jobframework.runtime.objects import Object
@@ -166,19 +167,11 @@ async def setup(
         "default_queue_name": config.default_queue_name,
         "user_rbac_admission_check": config.user_rbac_admission_check}
     if kueue is not None:
-        features = kueue.features
-        await setup_indexes(mgr.get_cache())
-        factory = new_generic_reconciler_factory(_new_job_for(features))
-        kueue_reconciler = factory(mgr.get_client(), mgr.get_cache(),
-                                   mgr.get_event_recorder_for(KUEUE_CONTROLLER_NAME), kueue)
-        kueue_reconciler.setup_with_manager(mgr)
-        if webhook_server is not None:
-            paths = setup_kueue_webhook(
-                webhook_server, mgr.get_client(), **webhook_options,
-                integration_manager=kueue.integration_manager,
-                manage_jobs_without_queue_name=kueue.manage_jobs_without_queue_name,
-                managed_jobs_namespace_selector=kueue.managed_jobs_namespace_selector,
-                queues=kueue.queues, features=features)
+        callbacks = attrs.evolve(CALLBACKS, new_reconciler=new_generic_reconciler_factory(
+            _new_job_for(kueue.features)))
+        kueue_reconciler, paths = await setup_integration(
+            mgr, callbacks, kueue, reporting_controller=KUEUE_CONTROLLER_NAME,
+            webhook_server=webhook_server, webhook_options=webhook_options)
     elif webhook_server is not None:
         paths = setup_webhook(webhook_server, mgr.get_client(), **webhook_options)
     return AppWrapperSetup(reconciler, kueue_reconciler, tuple(paths))

@@ -36,6 +36,7 @@ from jobframework.reconciler import (
     GenericReconciler,
     ReconcilerOptions,
     new_generic_reconciler_factory,
+    setup_integration,
 )
 from jobframework.runtime.builder import ControllerBuilder
 from jobframework.runtime.client import Client
@@ -156,21 +157,9 @@ async def setup(
     the Job webhook. Without them there is nothing to run: the Job controller runs Jobs."""
     if kueue is None:
         return BatchJobSetup()
-    await setup_indexes(mgr.get_cache())
-    factory = CALLBACKS.new_reconciler
-    assert factory is not None  # set above, in CALLBACKS
-    reconciler = factory(
-        mgr.get_client(), mgr.get_cache(), mgr.get_event_recorder_for(KUEUE_CONTROLLER_NAME),
-        kueue)
-    reconciler.setup_with_manager(mgr)
-    paths: list[str] = []
-    if webhook_server is not None:
-        paths = setup_webhook(
-            webhook_server, mgr.get_client(),
-            integration_manager=kueue.integration_manager,
-            manage_jobs_without_queue_name=kueue.manage_jobs_without_queue_name,
-            managed_jobs_namespace_selector=kueue.managed_jobs_namespace_selector,
-            features=kueue.features)
+    reconciler, paths = await setup_integration(
+        mgr, CALLBACKS, kueue, reporting_controller=KUEUE_CONTROLLER_NAME,
+        webhook_server=webhook_server)
     return BatchJobSetup(reconciler, tuple(paths))
 
 

@@ -17,13 +17,13 @@ import enum
 import hashlib
 import json
 from collections.abc import Mapping
-from importlib import resources
 from typing import Any, Final
 
 import attrs
-import yaml
 
 from jobframework.runtime.objects import GVK, Object, annotations_of
+
+from .._manifests import load_yaml_folder
 
 GROUP: Final = "api.practice.com"
 VERSION: Final = "v1alpha1"
@@ -253,16 +253,9 @@ def nodes_annotation_value(nodes: list[str]) -> str:
 
 def load_crds() -> list[Object]:
     """The DaemonJob CRD manifest shipped in ``crds/``."""
-    pkg = resources.files(__package__).joinpath("crds")
-    return [yaml.safe_load(pkg.joinpath("daemonjobs.yaml").read_text(encoding="utf-8"))]
+    return load_yaml_folder(__package__, "crds")["daemonjobs.yaml"]
 
 
 def load_samples() -> dict[str, list[Object]]:
     """The sample manifests (file name → documents), as shipped."""
-    out: dict[str, list[Object]] = {}
-    pkg = resources.files(__package__).joinpath("samples")
-    for entry in sorted(pkg.iterdir(), key=lambda e: e.name):
-        if entry.name.endswith(".yaml"):
-            docs = yaml.safe_load_all(entry.read_text(encoding="utf-8"))
-            out[entry.name] = [d for d in docs if d]
-    return out
+    return load_yaml_folder(__package__, "samples")

@@ -25,26 +25,20 @@ import copy
 import datetime as dt
 import logging
 from collections.abc import Mapping
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
-from jobframework.api.conditions import (
-    CONDITION_FALSE,
-    CONDITION_TRUE,
-    find_condition,
-    set_condition,
-)
-from jobframework.childjobs import infos_from_json, inject_info, resume_job, suspend_job
+from jobframework import childjobs
+from jobframework.childjobs import inject_info, resume_job, suspend_job
 from jobframework.podset import InvalidPodSetUpdateError, PodSetInfo
 from jobframework.runtime.builder import ControllerBuilder
 from jobframework.runtime.cache import Cache
-from jobframework.runtime.client import ObjectList, PropagationPolicy
+from jobframework.runtime.client import PropagationPolicy
 from jobframework.runtime.clock import Clock, RealClock
 from jobframework.runtime.errors import AlreadyExists, BadRequest, Conflict, Invalid, NotFound
 from jobframework.runtime.events import NORMAL, WARNING
 from jobframework.runtime.handler import EnqueueRequestsFromMapFunc
 from jobframework.runtime.manager import Manager
 from jobframework.runtime.objects import (
-    GVK,
     Object,
     annotations_of,
     controller_of,
@@ -82,44 +76,11 @@ OWNER_UID_INDEX: Final = "daemonjob.api.practice.com/owner-uid"
 DAEMONJOB_CONTROLLER_NAME: Final = "daemonjob-controller"
 
 
-class IndexedReader(Protocol):
-    """The reads the controller makes: cached ``get`` and ``list`` with field indexes."""
-
-    async def get(self, gvk: GVK, name: str, *, namespace: str | None = None) -> Object:
-        """One object."""
-
-    async def list(
-        self,
-        gvk: GVK,
-        *,
-        namespace: str | None = None,
-        matching_fields: Mapping[str, str] | None = None,
-    ) -> ObjectList:
-        """Objects matching the field indexes."""
-
-
-class Recorder(Protocol):
-    """Where events go (the runtime's ``EventRecorder`` is one)."""
-
-    def event(self, obj: Mapping[str, Any], type: str, reason: str, message: str) -> None:
-        """Record an event about ``obj``."""
-
-
-class Writer(Protocol):
-    """The writes the controller makes."""
-
-    async def create(self, obj: Object) -> Object:
-        """POST."""
-
-    async def update(self, obj: Object) -> Object:
-        """PUT."""
-
-    async def update_status(self, obj: Object) -> Object:
-        """PUT to ``status``."""
-
-    async def delete(self, gvk: GVK, name: str, *, namespace: str | None = None,
-                     propagation_policy: PropagationPolicy | None = None) -> Any:
-        """DELETE."""
+#: The reads, writes and events of the controller (shared with the other parents of
+#: child Jobs).
+IndexedReader = childjobs.IndexedReader
+Recorder = childjobs.Recorder
+Writer = childjobs.ParentWriter
 
 
 def owner_uid_values(job: Object) -> list[str]:
@@ -139,13 +100,7 @@ async def setup_indexes(cache: Cache) -> None:
 
 def pod_sets_infos(daemonjob: Mapping[str, Any]) -> dict[str, PodSetInfo]:
     """The admission data the Kueue adapter stored on the DaemonJob, by PodSet name."""
-    raw = annotations_of(daemonjob).get(POD_SETS_INFO_ANNOTATION)
-    infos = infos_from_json(raw)
-    if infos is None:
-        if raw:
-            log.warning("ignoring malformed %s annotation", POD_SETS_INFO_ANNOTATION)
-        return {}
-    return infos
+    return childjobs.stored_infos(daemonjob, POD_SETS_INFO_ANNOTATION)
 
 
 def _node_view(node: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -161,14 +116,9 @@ def node_changed(event: Any) -> bool:
 
 def _set(conditions: list[dict[str, Any]], type_: ConditionType, true: bool, reason: str,
          message: str, generation: int, now: dt.datetime, false_reason: str) -> None:
-    # A condition is added when it first becomes true, and kept (as False) afterwards.
-    if not true and find_condition(conditions, type_.value) is None:
-        return
-    set_condition(conditions, {
-        "type": type_.value, "status": CONDITION_TRUE if true else CONDITION_FALSE,
-        "reason": reason if true else false_reason, "message": message if true else "",
-        "observedGeneration": generation,
-    }, now=now)
+    childjobs.set_status_condition(conditions, type_.value, true, reason=reason,
+                                   message=message, false_reason=false_reason,
+                                   generation=generation, now=now)
 
 
 class DaemonJobReconciler:

@@ -15,13 +15,13 @@ from __future__ import annotations
 import copy
 import enum
 from collections.abc import Mapping
-from importlib import resources
 from typing import Any, Final
 
 import attrs
-import yaml
 
 from jobframework.runtime.objects import GVK, Object
+
+from .._manifests import load_yaml_folder
 
 GROUP: Final = "api.practice.com"
 VERSION: Final = "v1alpha1"
@@ -206,19 +206,10 @@ def template_job_spec(template: Mapping[str, Any]) -> dict[str, Any] | None:
 
 def load_crds() -> list[Object]:
     """The JobFlow and JobTemplate CRD manifests shipped in ``crds/``."""
-    out: list[Object] = []
-    pkg = resources.files(__package__).joinpath("crds")
-    for name in ("jobflows.yaml", "jobtemplates.yaml"):
-        out.append(yaml.safe_load(pkg.joinpath(name).read_text(encoding="utf-8")))
-    return out
+    found = load_yaml_folder(__package__, "crds")
+    return [*found["jobflows.yaml"], *found["jobtemplates.yaml"]]
 
 
 def load_samples() -> dict[str, list[Object]]:
     """The original operator's sample manifests (file name → documents), as shipped."""
-    out: dict[str, list[Object]] = {}
-    pkg = resources.files(__package__).joinpath("samples")
-    for entry in sorted(pkg.iterdir(), key=lambda e: e.name):
-        if entry.name.endswith(".yaml"):
-            docs = yaml.safe_load_all(entry.read_text(encoding="utf-8"))
-            out[entry.name] = [d for d in docs if d]
-    return out
+    return load_yaml_folder(__package__, "samples")

@@ -31,6 +31,7 @@ from jobframework.reconciler import (
     GenericReconciler,
     ReconcilerOptions,
     new_generic_reconciler_factory,
+    setup_integration,
 )
 from jobframework.runtime.manager import Manager
 from jobframework.runtime.objects import Object
@@ -126,18 +127,9 @@ async def setup(
     kueue_reconciler: GenericReconciler | None = None
     paths: list[str] = []
     if kueue is not None:
-        await setup_indexes(mgr.get_cache())
-        factory = new_generic_reconciler_factory(JobFlowJob)
-        kueue_reconciler = factory(mgr.get_client(), mgr.get_cache(),
-                                   mgr.get_event_recorder_for(KUEUE_CONTROLLER_NAME), kueue)
-        kueue_reconciler.setup_with_manager(mgr)
-        if webhook_server is not None:
-            paths = setup_kueue_webhook(
-                webhook_server, mgr.get_client(),
-                integration_manager=kueue.integration_manager,
-                manage_jobs_without_queue_name=kueue.manage_jobs_without_queue_name,
-                managed_jobs_namespace_selector=kueue.managed_jobs_namespace_selector,
-                features=kueue.features)
+        kueue_reconciler, paths = await setup_integration(
+            mgr, CALLBACKS, kueue, reporting_controller=KUEUE_CONTROLLER_NAME,
+            webhook_server=webhook_server)
     elif webhook_server is not None:
         paths = setup_webhooks(webhook_server)
     return JobFlowSetup(flows, templates, kueue_reconciler, tuple(paths))
