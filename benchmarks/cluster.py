@@ -91,6 +91,12 @@ class SideResult:
     #: Our manager only: CPU seconds per Job during the run, and peak RSS in MB.
     cpu_ms_per_job: float | None = None
     peak_rss_mb: float | None = None
+    #: Seconds from the first create to the last create returned (the creates go
+    #: through the Job webhooks: theirs or ours).
+    create_seconds: float = 0.0
+    #: The API server's time for a Job create, p50 and p99 (webhook calls included).
+    create_p50: float = 0.0
+    create_p99: float = 0.0
     #: The Kueue manager process: CPU per Job during the run, and peak RSS in MB.
     kueue_cpu_ms_per_job: float | None = None
     kueue_peak_rss_mb: float | None = None
@@ -129,9 +135,15 @@ def controller_of_agent(agent: str) -> str:
     return head or "unknown"
 
 
-def count_requests(audit: Path, offset: int) -> Counter[tuple[str, str]]:
-    """(controller, verb) → requests in the audit log after byte ``offset``."""
+def _ts(value: str) -> float:
+    return dt.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+
+
+def count_requests(audit: Path, offset: int) -> tuple[Counter[tuple[str, str]], list[float]]:
+    """(controller, verb) → requests in the audit log after byte ``offset``, and the API
+    server's time (s) for each of the benchmark's Job creates (the webhooks included)."""
     counts: Counter[tuple[str, str]] = Counter()
+    creates: list[float] = []
     with audit.open("rb") as f:
         f.seek(offset)
         for line in f:
@@ -141,9 +153,15 @@ def count_requests(audit: Path, offset: int) -> Counter[tuple[str, str]]:
                 continue
             if ev.get("stage") != "ResponseComplete":
                 continue
-            counts[(controller_of_agent(str(ev.get("userAgent") or "")),
-                    str(ev.get("verb") or ""))] += 1
-    return counts
+            controller = controller_of_agent(str(ev.get("userAgent") or ""))
+            verb = str(ev.get("verb") or "")
+            counts[(controller, verb)] += 1
+            if controller == "benchmark" and verb == "create" and \
+                    (ev.get("objectRef") or {}).get("resource") == "jobs":
+                with contextlib.suppress(KeyError, ValueError):
+                    creates.append(_ts(ev["stageTimestamp"])
+                                   - _ts(ev["requestReceivedTimestamp"]))
+    return counts, creates
 
 
 def audit_size(audit: Path) -> int:
@@ -307,7 +325,9 @@ async def run_side(side: str, topology: Topology, sizes: list[int], concurrency:
                     r = await measure(side, client, ns, n, concurrency, audit, pid,
                                       kueue_pid(state_dir), say)
                     say(f"[{side}] {n} Jobs in {r.seconds}s: {r.throughput} Jobs/s, "
-                        f"p50 {r.p50}s, p99 {r.p99}s; Kueue {r.kueue_cpu_ms_per_job} ms "
+                        f"p50 {r.p50}s, p99 {r.p99}s (creates done after {r.create_seconds}s,"
+                        f" {r.create_p50 * 1000:.1f}/{r.create_p99 * 1000:.1f} ms p50/p99 each)"
+                        f"; Kueue {r.kueue_cpu_ms_per_job} ms "
                         f"CPU/Job, peak RSS {r.kueue_peak_rss_mb} MB"
                         + (f"; ours {r.cpu_ms_per_job} ms CPU/Job, peak RSS "
                            f"{r.peak_rss_mb} MB" if pid else ""))
@@ -340,6 +360,7 @@ async def measure(side: str, client: RestClient, ns: str, n: int, concurrency: i
             created[obj["metadata"]["name"]] = time.monotonic()
 
     await asyncio.gather(*(create(i) for i in range(n)))
+    t_created = time.monotonic()
     names = set(created)
     deadline = time.monotonic() + max(300.0, n * 0.5)
     while not names <= set(seen):
@@ -354,7 +375,8 @@ async def measure(side: str, client: RestClient, ns: str, n: int, concurrency: i
     with contextlib.suppress(asyncio.CancelledError, Exception):
         await follower
     await asyncio.sleep(3.0)  # the audit backend writes in batches
-    counts = count_requests(audit, offset)
+    counts, create_times = count_requests(audit, offset)
+    create_times.sort()
     lat = sorted(seen[k] - created[k] for k in names)
     per_job: dict[str, dict[str, float]] = {}
     for (controller, verb), count in sorted(counts.items()):
@@ -366,6 +388,10 @@ async def measure(side: str, client: RestClient, ns: str, n: int, concurrency: i
         requests_per_job=per_job,
         cpu_ms_per_job=round((cpu1 - cpu0) * 1000 / n, 2) if pid else None,
         peak_rss_mb=round(proc_peak_rss_mb(pid), 1) if pid else None,
+        create_seconds=round(t_created - t0, 2),
+        create_p50=round(statistics.median(create_times), 4) if create_times else 0.0,
+        create_p99=round(create_times[int(0.99 * (len(create_times) - 1))], 4)
+        if create_times else 0.0,
         kueue_cpu_ms_per_job=round((kueue1 - kueue0) * 1000 / n, 2),
         kueue_peak_rss_mb=round(proc_peak_rss_mb(kueue), 1))
 
