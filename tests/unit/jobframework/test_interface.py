@@ -99,3 +99,24 @@ def test_stop_reason_values() -> None:
     assert [r.value for r in StopReason] == [
         "WorkloadDeleted", "WorkloadEvicted", "NoMatchingWorkload", "NotAdmitted"]
     assert StopReason.NOT_ADMITTED == "NotAdmitted"
+
+
+def test_capability_checks_are_decided_per_class() -> None:
+    from jobframework.interface import JobWithSkip
+
+    class Skips:
+        def skip(self) -> bool:
+            return True
+
+    class Plain:
+        pass
+
+    class SkipsToo(Plain):
+        def skip(self) -> bool:
+            return False
+
+    # Asked twice (the second answer comes from the per-class verdict), per class.
+    for _ in range(2):
+        assert isinstance(Skips(), JobWithSkip)
+        assert not isinstance(Plain(), JobWithSkip)
+        assert isinstance(SkipsToo(), JobWithSkip)
