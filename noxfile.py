@@ -34,14 +34,14 @@ def demo(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
     """Unit tests on the in-memory API server."""
-    session.install("-e", ".[test]")
+    session.install("-e", ".[test,speed]")
     session.run("pytest", "-q", *session.posargs)
 
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
     """ruff and mypy --strict on src/."""
-    session.install("-e", ".[lint,test]")
+    session.install("-e", ".[lint,test,speed]")
     session.run("ruff", "check", "src", "tests", "benchmarks", "noxfile.py")
     session.run("mypy", "src")
 
@@ -49,7 +49,7 @@ def lint(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def integration(session: nox.Session) -> None:
     """Tests marked ``cluster`` on a real local control plane with a real Kueue manager."""
-    session.install("-e", ".[test]")
+    session.install("-e", ".[test,speed]")
     # Builds only when the pins in tests/cluster changed; progress goes to stderr.
     session.run("python", "-m", "jobframework.testing.cluster", "build")
     session.run("pytest", "-q", "-m", "cluster", *session.posargs)
@@ -71,6 +71,6 @@ def bench_cluster(session: nox.Session) -> None:
 
     ``nox -s bench-cluster -- --jobs 500 --jobs 5000`` (default: 500 Jobs).
     """
-    session.install("-e", ".")
+    session.install("-e", ".[speed]")
     session.run("python", "-m", "jobframework.testing.cluster", "build")
     session.run("python", "benchmarks/cluster.py", *session.posargs)

@@ -16,8 +16,9 @@ import asyncio
 import logging
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
+from typing import Any
 
 from integrations.catalog import DEFAULT_INTEGRATIONS, MODULES
 from integrations.manager import ManagerOptions, run
@@ -93,7 +94,24 @@ def _parser() -> argparse.ArgumentParser:
                    help="do not keep the Workloads' PodsReady condition, whatever the Kueue "
                         "Configuration says")
     r.add_argument("--log-level", default="INFO")
+    r.add_argument("--event-loop", choices=("auto", "asyncio", "uvloop"), default="auto",
+                   help="auto: uvloop when installed (pip install 'kueue-jobframework[speed]'"
+                        "; about a third less CPU per job, most of it TLS), else asyncio's")
     return parser
+
+
+def _runner(choice: str) -> Callable[[Coroutine[Any, Any, None]], None]:
+    """How to run the manager's coroutine: ``asyncio.run``, or uvloop's loop."""
+    if choice != "asyncio":
+        try:
+            import uvloop
+        except ImportError:
+            if choice == "uvloop":
+                raise SystemExit("--event-loop uvloop: uvloop is not installed "
+                                 "(pip install 'kueue-jobframework[speed]')") from None
+        else:
+            return uvloop.run
+    return asyncio.run
 
 
 async def _run(args: argparse.Namespace) -> None:
@@ -124,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        asyncio.run(_run(args))
+        _runner(args.event_loop)(_run(args))
     except KeyboardInterrupt:
         return 130
     except ConfigurationError as err:

@@ -193,3 +193,20 @@ async def test_kueue_version_and_pods_ready_override() -> None:
     assert defaults.managed_jobs_namespace_selector is not None
     assert not defaults.managed_jobs_namespace_selector.matches(
         {"kubernetes.io/metadata.name": "kueue-system"})
+
+
+def test_event_loop_choice(monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+    import sys
+
+    import uvloop
+
+    from integrations.__main__ import _runner
+
+    assert _runner("asyncio") is asyncio.run
+    assert _runner("auto") is uvloop.run
+    assert _runner("uvloop") is uvloop.run
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # as if not installed
+    assert _runner("auto") is asyncio.run
+    with pytest.raises(SystemExit, match="uvloop is not installed"):
+        _runner("uvloop")
