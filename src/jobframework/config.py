@@ -18,7 +18,7 @@ jobs are managed and which frameworks exist:
   passed v0.19.2's validation for the fields our code uses; a bad value raises
   :class:`ConfigurationError` naming the field path
   (``waitForPodsReady.timeout: invalid duration "abc"``).
-- :func:`reconciler_options_from` turns it into :class:`~jobframework.reconciler.ReconcilerOptions`
+- :func:`reconciler_options_from` turns it into :class:`~jobframework.options.ReconcilerOptions`
   (as Kueue's ``cmd/kueue`` builds its ``jobframework.Option`` list).
 
 The Kueue *version profile* (:class:`~jobframework.constants.KueueVersion`) is ours, not
@@ -56,6 +56,7 @@ from .field import (
     not_supported,
     required,
 )
+from .options import ReconcilerOptionOverrides, ReconcilerOptions, WorkloadRetentionPolicy
 from .runtime.objects import GVK
 from .runtime.selectors import LabelSelector
 from .validation import is_qualified_name, is_valid_label_value
@@ -64,7 +65,6 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from .metrics import LocalQueueMetricsConfig
-    from .reconciler import ReconcilerOptionOverrides, ReconcilerOptions
 
 log = logging.getLogger(__name__)
 
@@ -1176,7 +1176,7 @@ def reconciler_options_from(
     base: ReconcilerOptions | None = None,
     **overrides: Unpack[ReconcilerOptionOverrides],
 ) -> ReconcilerOptions:
-    """:class:`~jobframework.reconciler.ReconcilerOptions` for a loaded Configuration, as
+    """:class:`~jobframework.options.ReconcilerOptions` for a loaded Configuration, as
     Kueue's ``cmd/kueue`` passes it to ``jobframework.SetupControllers``.
 
     Sets ``features`` (the document's gates over ``kueue_version``'s defaults; default:
@@ -1187,8 +1187,6 @@ def reconciler_options_from(
     (:func:`local_queue_metrics_config`); everything else comes from ``base`` (default
     options), and ``overrides`` win over both.
     """
-    from .reconciler import ReconcilerOptions, WorkloadRetentionPolicy
-
     base = base or ReconcilerOptions()
     version = kueue_version if kueue_version is not None else base.features.version
     features = config.features(version)

@@ -21,10 +21,11 @@ metadata changes are updates; Workload status changes are server-side applies (s
 :mod:`jobframework.workload`).
 
 Elastic jobs (``kueue.x-k8s.io/elastic-job: "true"``) get workload slices: a scale-up of
-an admitted job creates a replacement slice. A job that is also a
-:class:`~jobframework.composable.ComposableJob` is loaded, matched, built, started and
-stopped through its own methods. Kueue's job metrics (workload creation latency, time to
-ready) are recorded in :attr:`JobReconciler.metrics` (see :mod:`jobframework.metrics`).
+an admitted job creates a replacement slice (see :mod:`jobframework.workloadslicing`). A
+job that is also a :class:`~jobframework.composable.ComposableJob` is loaded, matched,
+built, started and stopped through its own methods. Kueue's job metrics (workload
+creation latency, time to ready) are recorded in :attr:`JobReconciler.metrics` (see
+:mod:`jobframework.metrics`).
 """
 
 from __future__ import annotations
@@ -34,12 +35,13 @@ import copy
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TypedDict
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
 from . import constants as c
 from . import workload as wlpkg
+from . import workloadslicing
 from .api.base import ObjectMeta, OwnerReference
 from .api.conditions import CONDITION_FALSE, CONDITION_TRUE, Condition, find_condition
 from .api.workload import PodSet, PriorityClassRef, Workload, WorkloadSpec
@@ -54,7 +56,6 @@ from .integrations import (
     ManagedOwnersChainLimitReachedError,
 )
 from .interface import (
-    ElasticWorkloadNameProvider,
     GenericJob,
     JobWithCustomAnnotations,
     JobWithCustomQueueNameChange,
@@ -71,12 +72,15 @@ from .interface import (
 )
 from .metrics import (
     JobMetrics,
-    LocalQueueMetricsConfig,
     job_metrics_for,
     record_workload_creation_latency,
 )
 from .multikueue import should_skip_local_execution
-from .naming import generate_workload_name_with_extra, get_workload_name_for_owner_with_gvk
+from .naming import get_workload_name_for_owner_with_gvk
+from .options import ReconcilerOptionOverrides as ReconcilerOptionOverrides
+from .options import ReconcilerOptions as ReconcilerOptions
+from .options import WorkloadRetentionPolicy as WorkloadRetentionPolicy
+from .options import process_options as process_options
 from .podset import (
     PodSetInfo,
     is_permanent,
@@ -85,11 +89,17 @@ from .podset import (
     pod_sets_info_from_workload_spec,
     sanitize_pod_sets,
 )
+from .reconcile_errors import ExtraWorkloadsError as ExtraWorkloadsError
+from .reconcile_errors import NoMatchingWorkloadsError as NoMatchingWorkloadsError
+from .reconcile_errors import PrebuiltWorkloadNotFoundError as PrebuiltWorkloadNotFoundError
+from .reconcile_errors import ReconcileError as ReconcileError
+from .reconcile_errors import UnretryableError as UnretryableError
+from .reconcile_errors import is_unretryable_error as is_unretryable_error
 from .runtime import errors
 from .runtime.builder import ControllerBuilder
 from .runtime.client import Client, PatchType, PropagationPolicy
 from .runtime.client.discovery import NoKindMatchError
-from .runtime.clock import Clock, RealClock, parse_time
+from .runtime.clock import Clock, parse_time
 from .runtime.objects import (
     GVK,
     Object,
@@ -103,7 +113,6 @@ from .runtime.objects import (
     uid_of,
 )
 from .runtime.reconcile import Request, Result
-from .runtime.selectors import LabelSelector
 from .runtime.workqueue import ItemExponentialFailureRateLimiter
 from .validation import (
     is_valid_label_value,
@@ -112,7 +121,6 @@ from .validation import (
     queue_name,
     queue_name_for_object,
     workload_priority_class_name,
-    workload_slice_enabled,
 )
 from .workload import (
     NAMESPACE_GVK,
@@ -135,45 +143,6 @@ WARNING = "Warning"
 # --- errors ---------------------------------------------------------------------------------
 
 
-class UnretryableError(Exception):
-    """An error the reconcile swallows (logged, not retried) (``UnretryableError``)."""
-
-
-def is_unretryable_error(err: BaseException) -> bool:
-    """Whether ``err`` or one of its causes is an :class:`UnretryableError`."""
-    e: BaseException | None = err
-    while e is not None:
-        if isinstance(e, UnretryableError):
-            return True
-        e = e.__cause__
-    return False
-
-
-class ReconcileError(Exception):
-    """A reconcile failure with Kueue's message (``fmt.Errorf("...: %w", cause)``)."""
-
-
-class NoMatchingWorkloadsError(ReconcileError):
-    """``no matching workloads: deleted N workloads`` (``ErrNoMatchingWorkloads``)."""
-
-    def __init__(self, deleted: int) -> None:
-        super().__init__(f"no matching workloads: deleted {deleted} workloads")
-
-
-class ExtraWorkloadsError(ReconcileError):
-    """``extra workloads: deleted N workloads`` (``ErrExtraWorkloads``)."""
-
-    def __init__(self, deleted: int) -> None:
-        super().__init__(f"extra workloads: deleted {deleted} workloads")
-
-
-class PrebuiltWorkloadNotFoundError(ReconcileError):
-    """``prebuilt workload not found`` (``ErrPrebuiltWorkloadNotFound``)."""
-
-    def __init__(self) -> None:
-        super().__init__("prebuilt workload not found")
-
-
 def _wrap(message: str, err: BaseException) -> ReconcileError:
     wrapped = ReconcileError(f"{message}: {err}")
     wrapped.__cause__ = err
@@ -188,85 +157,6 @@ class EventRecorderLike(Protocol):
 
     def event(self, obj: Mapping[str, Any], type: str, reason: str, message: str) -> None:
         """Record an event about ``obj``."""
-
-
-@attrs.frozen
-class WorkloadRetentionPolicy:
-    """``objectRetentionPolicies.workloads``: seconds after a deactivation by Kueue before
-    the job is deleted (None: never)."""
-
-    after_deactivated_by_kueue: float | None = None
-
-
-def _frozen(values: Any) -> frozenset[str]:
-    return frozenset(values or ())
-
-
-@attrs.frozen(kw_only=True)
-class ReconcilerOptions:
-    """Kueue's ``Options`` for job reconcilers and webhooks, in Python style."""
-
-    manage_jobs_without_queue_name: bool = False
-    #: Only namespaces whose labels match are managed (None: every namespace).
-    managed_jobs_namespace_selector: LabelSelector | None = None
-    #: Write the ``PodsReady`` condition (``waitForPodsReady`` configured).
-    wait_for_pods_ready: bool = False
-    kube_server_version: str | None = None
-    #: Per-integration options keyed ``"<group>/<version>, Kind=<Kind>"``.
-    integration_options: Mapping[str, Any] = attrs.field(factory=dict)
-    enabled_frameworks: frozenset[str] | None = None
-    enabled_external_frameworks: frozenset[str] | None = None
-    manager_name: str = c.KUEUE_NAME
-    #: Job labels copied to new Workloads.
-    label_keys_to_copy: frozenset[str] = attrs.field(default=frozenset(), converter=_frozen)
-    #: Job annotations copied to new Workloads (with the ``CustomMetricLabels`` gate).
-    annotations_to_copy: frozenset[str] = attrs.field(default=frozenset(), converter=_frozen)
-    clock: Clock = attrs.field(factory=RealClock)
-    workload_retention_policy: WorkloadRetentionPolicy | None = None
-    integration_manager: IntegrationManager | None = None
-    features: FeatureGates = DEFAULT_FEATURES
-    #: Queue lookups for managedBy defaulting and default LocalQueues (webhooks).
-    queues: Any = None
-    #: Register a no-op webhook (for disabled integrations).
-    noop_webhook: bool = False
-    #: Kueue's job metrics (None: the manager's registry once set up with a manager, else
-    #: a registry of the reconciler's own).
-    metrics: JobMetrics | None = None
-    #: ``metrics.localQueueMetrics`` for the metrics the reconciler creates (None: every
-    #: LocalQueue); ignored when ``metrics`` is given.
-    local_queue_metrics: LocalQueueMetricsConfig | None = None
-
-
-class ReconcilerOptionOverrides(TypedDict, total=False):
-    """The keyword overrides :func:`process_options` and the factories accept: exactly
-    :class:`ReconcilerOptions`' fields, so a type checker catches a misspelt option."""
-
-    manage_jobs_without_queue_name: bool
-    managed_jobs_namespace_selector: LabelSelector | None
-    wait_for_pods_ready: bool
-    kube_server_version: str | None
-    integration_options: Mapping[str, Any]
-    enabled_frameworks: frozenset[str] | None
-    enabled_external_frameworks: frozenset[str] | None
-    manager_name: str
-    label_keys_to_copy: frozenset[str]
-    annotations_to_copy: frozenset[str]
-    clock: Clock
-    workload_retention_policy: WorkloadRetentionPolicy | None
-    integration_manager: IntegrationManager | None
-    features: FeatureGates
-    queues: Any
-    noop_webhook: bool
-    metrics: JobMetrics | None
-    local_queue_metrics: LocalQueueMetricsConfig | None
-
-
-def process_options(
-    options: ReconcilerOptions | None = None, **overrides: Unpack[ReconcilerOptionOverrides]
-) -> ReconcilerOptions:
-    """Options with ``overrides`` applied (``ProcessOptions``)."""
-    base = options or ReconcilerOptions()
-    return attrs.evolve(base, **overrides) if overrides else base
 
 
 # --- job patches ----------------------------------------------------------------------------
@@ -727,7 +617,7 @@ class JobReconciler:
                 await queue_name_change(self.client, job, wl)
             return Result()
         # 9.12 Running without admission (an elastic job's pods wait on scheduling gates).
-        if not wl.is_admitted() and not self._slice_enabled(obj):
+        if not wl.is_admitted() and not workloadslicing.enabled(obj, features=self.features):
             await self._stop_job(job, wl, StopReason.NOT_ADMITTED, c.MSG_NOT_ADMITTED)
         return Result()
 
@@ -761,15 +651,13 @@ class JobReconciler:
             self._event(obj, NORMAL, c.REASON_SUSPENDED, c.MSG_CHILD_JOB_SUSPENDED)
 
     async def _should_suspend_child_job(self, obj: Object, ancestor: Object) -> bool:
-        owned = await list_owned_workloads(self.client, GVK.of(ancestor),
-                                           namespace_of(ancestor), name_of(ancestor))
-        wls = [w for w in map(wlpkg.from_object, owned) if not w.is_finished()]
-        wls.sort(key=lambda w: (w.metadata.creation_timestamp or "", w.metadata.uid or ""))
+        wls = await workloadslicing.find_not_finished_workloads(self.client, ancestor,
+                                                                GVK.of(ancestor))
         if not wls:
             return True
         latest = wls[-1]
-        if (workload_slice_enabled(obj, features=self.features)
-                or workload_slice_enabled(ancestor, features=self.features)):
+        if (workloadslicing.enabled(obj, features=self.features)
+                or workloadslicing.enabled(ancestor, features=self.features)):
             return latest.is_evicted()
         return not latest.is_admitted()
 
@@ -777,7 +665,7 @@ class JobReconciler:
         prebuilt = prebuilt_workload_name_for(obj, features=self.features)
         if prebuilt:
             return await self._ensure_prebuilt_workload(job, obj, prebuilt)
-        if self._slice_enabled(obj):
+        if workloadslicing.enabled(obj, features=self.features):
             compatible, slice_wl = await self._ensure_workload_slices(job, obj)
             if compatible:
                 return slice_wl
@@ -887,50 +775,19 @@ class JobReconciler:
         if not self.features.enabled(FeatureGate.PARTIAL_ADMISSION):
             for ps in wl.spec.pod_sets:
                 _unset(ps, "min_count")
-        if self._slice_enabled(obj):
-            await self._prepare_workload_slice(job, obj, wl)
+        if workloadslicing.enabled(obj, features=self.features):
+            await workloadslicing.prepare_workload_slice(self.client, obj, job.gvk(), wl)
         elif active is not None:
             wl.spec.active = active
 
-    async def _prepare_workload_slice(self, job: GenericJob, obj: Object, wl: Workload) -> None:
-        current = await self._not_finished_slices(job, obj)
-        annotations = dict(wl.metadata.annotations or {})
-        annotations[c.ELASTIC_JOB_ANNOTATION] = c.ELASTIC_JOB_ANNOTATION_VALUE
-        if not current:
-            annotations[c.WORKLOAD_SLICE_NAME_ANNOTATION] = wl.name
-        elif len(current) == 1:
-            old = current[0]
-            annotations[c.WORKLOAD_SLICE_REPLACEMENT_FOR_ANNOTATION] = wlpkg.key(old)
-            annotations[c.WORKLOAD_SLICE_NAME_ANNOTATION] = (
-                (old.metadata.annotations or {}).get(c.WORKLOAD_SLICE_NAME_ANNOTATION, old.name))
-        else:
-            raise ReconcileError(f"unexpected workload-slices count: {len(current)}")
-        wl.metadata.annotations = annotations
-
-    # -- elastic jobs (workload slices) ----------------------------------------------------
-
-    def _slice_enabled(self, obj: Object) -> bool:
-        return workload_slice_enabled(obj, features=self.features)
-
-    def _slice_name(self, job: GenericJob, obj: Object) -> str:
-        if isinstance(job, ElasticWorkloadNameProvider):
-            extra = job.get_workload_name_extra_part()
-        else:
-            extra = str(int((obj.get("metadata") or {}).get("generation") or 0))
-        return generate_workload_name_with_extra(name_of(obj), uid_of(obj), job.gvk(), extra,
-                                                 features=self.features)
-
-    async def _not_finished_slices(self, job: GenericJob, obj: Object) -> list[Workload]:
-        owned = await list_owned_workloads(self.client, job.gvk(), namespace_of(obj),
-                                           name_of(obj))
-        slices = [w for w in map(wlpkg.from_object, owned) if not w.is_finished()]
-        slices.sort(key=lambda w: (w.metadata.creation_timestamp or "", w.metadata.uid or ""))
-        return slices
+    # -- elastic jobs (workload slices, see :mod:`jobframework.workloadslicing`) ---------
 
     async def _ensure_workload_slices(
         self, job: GenericJob, obj: Object
     ) -> tuple[bool, Workload | None]:
-        """The workload slice of an elastic job (``EnsureWorkloadSlices``).
+        """The workload slice of an elastic job (the reconciler's part of
+        ``EnsureWorkloadSlices``): the job's custom annotations, then
+        :func:`~jobframework.workloadslicing.ensure_workload_slices`, then the priority.
 
         Returns ``(compatible, wl)``: not compatible ⇒ use the ordinary matching; a
         compatible ``None`` ⇒ a new slice is to be created.
@@ -944,84 +801,21 @@ class JobReconciler:
             if any(annotations_of(obj).get(k) != v for k, v in extra.items()):
                 await patch_object(self.client, obj, lambda: obj.setdefault(
                     "metadata", {}).setdefault("annotations", {}).update(extra))
-        slices = await self._not_finished_slices(job, obj)
-        selected: Workload | None = None
-        if len(slices) == 1:
-            selected = slices[0]
-        elif len(slices) > 1:
-            selected = await self._normalize_active_slices(slices)
-        compatible, wl = True, None
-        if selected is not None:
-            compatible, wl = await self._sync_slice_counts(selected, pod_sets)
+        wl, compatible = await workloadslicing.ensure_workload_slices(
+            self.client, self.clock, pod_sets, obj, job.gvk(), features=self.features)
         if compatible:
             await self._sync_workload_slice_priority(job, wl)
         return compatible, wl
 
-    async def _normalize_active_slices(self, slices: list[Workload]) -> Workload | None:
-        def replaces(s: Workload) -> str | None:
-            return (s.metadata.annotations or {}).get(c.WORKLOAD_SLICE_REPLACEMENT_FOR_ANNOTATION)
-
-        # One replacement per replaced slice, evicted ones ignored: the oldest, unless a
-        # later one holds a reservation and it does not (Kueue's ``normalizeActiveSlices``).
-        replacement: dict[str, Workload] = {}
-        for s in slices:
-            target = replaces(s)
-            if target is None or s.is_evicted():
-                continue
-            first = replacement.get(target)
-            if first is None or (not first.has_quota_reservation()
-                                 and s.has_quota_reservation()):
-                replacement[target] = s
-        # The newest reserved slice whose replacement (if any) holds no reservation yet,
-        # and the newest slice not evicted.
-        active: Workload | None = None
-        latest: Workload | None = None
-        for s in slices:
-            if s.is_evicted():
-                continue
-            latest = s
-            repl = replacement.get(wlpkg.key(s))
-            if s.has_quota_reservation() and (repl is None or not repl.has_quota_reservation()):
-                active = s
-        pending = replacement.get(wlpkg.key(active)) if active is not None else None
-        if pending is not None and pending.has_quota_reservation():
-            pending = None
-        selected = pending if pending is not None else active if active is not None else latest
-        keep = [k for k in (selected, active) if k is not None]
-        for s in slices:
-            if any(s is k for k in keep):
-                continue
-            if wlpkg.key(s) in replacement:
-                reason, message = c.WORKLOAD_SLICE_REPLACED, c.MSG_SLICE_REPLACED
-            else:
-                reason, message = c.FINISHED_REASON_OUT_OF_SYNC, c.MSG_SLICE_OUT_OF_SYNC
-            await wlpkg.finish(self.client, s, reason, message, self.clock,
-                               features=self.features)
-        return selected
-
-    async def _sync_slice_counts(
-        self, wl: Workload, pod_sets: Sequence[PodSet]
-    ) -> tuple[bool, Workload | None]:
-        if [ps.name for ps in wl.spec.pod_sets] != [ps.name for ps in pod_sets]:
-            return False, None
-        old = [ps.count for ps in wl.spec.pod_sets]
-        new = [ps.count for ps in pod_sets]
-        if old == new:
-            return True, wl
-        scale_down = all(n <= o for n, o in zip(new, old, strict=True))
-        if not wl.has_quota_reservation() or scale_down:
-            for ps, count in zip(wl.spec.pod_sets, new, strict=True):
-                ps.count = count
-            return True, await wlpkg.update(self.client, wl)
-        # A reserved slice scaling up: a new slice replaces it.
-        return True, None
-
     async def _sync_workload_slice_priority(self, job: GenericJob, wl: Workload | None) -> None:
+        """Follow a priority-class label change on the live slices
+        (``syncWorkloadSlicePriority``): ``wl`` and the quota-reserved slice it waits
+        behind, if another."""
         targets = [wl] if wl is not None else []
-        slices = await self._not_finished_slices(job, job.object())
-        reserved = [s for s in slices if s.has_quota_reservation() and not s.is_evicted()]
-        if reserved and (wl is None or reserved[-1].name != wl.name):
-            targets.append(reserved[-1])
+        retained = await workloadslicing.find_latest_active_workload(
+            self.client, job.object(), job.gvk())
+        if retained is not None and (wl is None or retained.name != wl.name):
+            targets.append(retained)
         if targets:
             await update_workload_priority(self.client, self.recorder, job, targets,
                                            features=self.features)
@@ -1031,14 +825,15 @@ class JobReconciler:
         if prebuilt:
             await self._stop_job(job, None, StopReason.NO_MATCHING_WORKLOAD,
                                  c.MSG_PREBUILT_MISSING)
-        if job.is_active() and not self._slice_enabled(obj):
+        if job.is_active() and not workloadslicing.enabled(obj, features=self.features):
             log.debug("job is suspended but still has active pods, waiting")
             return Result()
         if prebuilt:
             raise PrebuiltWorkloadNotFoundError()
         wl = await self._construct_workload(job)
-        if self._slice_enabled(obj):
-            wl.metadata.name = self._slice_name(job, obj)
+        if workloadslicing.enabled(obj, features=self.features):
+            wl.metadata.name = workloadslicing.new_workload_slice_name(
+                job, features=self.features)
         await self._prepare_workload(job, obj, wl, None)
         try:
             created = await self.client.create(wl.to_dict())

@@ -19,14 +19,12 @@ not serve are left alone, as the real collector cannot resolve them either.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..runtime.client.interface import PropagationPolicy
 from ..runtime.objects import Object, deep_copy
+from ._backend import Key, ServerBackend
 from ._registry import NAMESPACE_GVK, GroupResource, KindInfo
-
-if TYPE_CHECKING:
-    from .server import APIServer, Key
 
 FINALIZER_ORPHAN = "orphan"
 FINALIZER_FOREGROUND = "foregroundDeletion"
@@ -38,14 +36,14 @@ def _meta(obj: Object) -> dict[str, Any]:
     return meta if isinstance(meta, dict) else {}
 
 
-def _kinds(server: APIServer) -> dict[GroupResource, KindInfo]:
+def _kinds(server: ServerBackend) -> dict[GroupResource, KindInfo]:
     out: dict[GroupResource, KindInfo] = {}
     for info in server._registry.all():
         out.setdefault(info.gr, info)
     return out
 
 
-def _owner(server: APIServer, ref: dict[str, Any], namespace: str) -> tuple[str, Object | None]:
+def _owner(server: ServerBackend, ref: dict[str, Any], namespace: str) -> tuple[str, Object | None]:
     """Classify one owner reference: ``("unknown"|"dangling"|"waiting"|"solid", owner)``."""
     info = server._registry.for_owner(str(ref.get("apiVersion", "")), str(ref.get("kind", "")))
     if info is None:
@@ -60,7 +58,7 @@ def _owner(server: APIServer, ref: dict[str, Any], namespace: str) -> tuple[str,
     return "solid", owner
 
 
-def collect(server: APIServer) -> bool:
+def collect(server: ServerBackend) -> bool:
     """One sweep; True when it wrote anything (call again until False)."""
     kinds = _kinds(server)
     everything: list[tuple[KindInfo, Key, Object]] = [
@@ -185,7 +183,7 @@ def _set_refs(obj: Object, refs: list[dict[str, Any]]) -> None:
 
 
 def _finalize_namespace(
-    server: APIServer, kinds: dict[GroupResource, KindInfo], ns_info: KindInfo, key: Key,
+    server: ServerBackend, kinds: dict[GroupResource, KindInfo], ns_info: KindInfo, key: Key,
     ns: Object,
 ) -> bool:
     """The namespace controller: delete the content, then the namespace's spec finalizer."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..runtime import errors
 from ..runtime.client.interface import (
@@ -17,10 +17,8 @@ from ..runtime.client.interface import (
 )
 from ..runtime.objects import GVK, Object, name_of, namespace_of
 from ..runtime.selectors import FieldSelector, LabelSelector
+from ._backend import ServerBackend
 from ._registry import KindInfo, Registry
-
-if TYPE_CHECKING:
-    from .server import APIServer
 
 
 def _labels(selector: Selector) -> LabelSelector:
@@ -48,7 +46,7 @@ class InMemoryClient:
     before use and objects returned are fresh copies, so callers may mutate both freely.
     """
 
-    def __init__(self, server: APIServer, *, user: str = "admin") -> None:
+    def __init__(self, server: ServerBackend, *, user: str = "admin") -> None:
         self.server = server
         self.user = user
 

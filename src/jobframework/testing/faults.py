@@ -18,8 +18,8 @@ from ..runtime import errors
 from ..runtime.objects import GVK
 
 if TYPE_CHECKING:
+    from ._backend import ServerBackend
     from ._registry import KindInfo
-    from .server import APIServer
 
 VERBS = frozenset({"get", "list", "watch", "create", "update", "patch", "delete", "*"})
 
@@ -63,7 +63,7 @@ class FaultRule:
 class Faults:
     """The server's fault injector; reach it as ``server.faults``."""
 
-    def __init__(self, server: APIServer) -> None:
+    def __init__(self, server: ServerBackend) -> None:
         self._server = server
         self._rules: list[FaultRule] = []
         self._expire_watches = 0

@@ -29,6 +29,7 @@ from ..runtime.clock import Clock, RealClock, rfc3339
 from ..runtime.objects import GVK, Object, deep_copy
 from ..runtime.selectors import FieldSelector, LabelSelector
 from . import _apply, _defaults, _gc
+from ._backend import Key as Key
 from ._gc import FINALIZER_FOREGROUND, FINALIZER_NAMESPACE, FINALIZER_ORPHAN
 from ._patch import apply_json_patch, json_equal, merge_patch, strategic_merge_patch
 from ._registry import (
@@ -57,8 +58,6 @@ from .faults import Faults
 
 if TYPE_CHECKING:
     from .client import InMemoryClient
-
-Key = tuple[str, str]
 
 _CONFLICT_MSG = ("the object has been modified; please apply your changes to the latest "
                  "version and try again")
