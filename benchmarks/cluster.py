@@ -190,8 +190,8 @@ def proc_peak_rss_mb(pid: int) -> float:
 
 
 @contextlib.asynccontextmanager
-async def our_manager(kubeconfig: str, log: Path,
-                      profile: Path | None = None) -> AsyncIterator[int]:
+async def our_manager(kubeconfig: str, log: Path, profile: Path | None = None,
+                      integrations: str = "batchjob") -> AsyncIterator[int]:
     """Our external-framework manager for batch/v1 Jobs as a process; yields its pid once
     its webhook suspends a queued Job. With ``profile``, it runs under cProfile (stats
     written there when it stops)."""
@@ -199,7 +199,7 @@ async def our_manager(kubeconfig: str, log: Path,
     prefix = ["-m", "cProfile", "-o", str(profile)] if profile else []
     proc = await asyncio.create_subprocess_exec(
         sys.executable, *prefix, "-m", "integrations", "run", "--kubeconfig", kubeconfig,
-        "--integrations", "batchjob", stdout=out, stderr=asyncio.subprocess.STDOUT)
+        "--integrations", integrations, stdout=out, stderr=asyncio.subprocess.STDOUT)
     try:
         yield proc.pid
     finally:
@@ -472,6 +472,136 @@ async def run_memory(n: int, concurrency: int, say: Any) -> dict[str, float]:
         shutil.rmtree(state_dir, ignore_errors=True)
 
 
+# --------------------------------------------------------------------------- kinds
+
+#: Pods that finish (2 s on kwok), so every kind runs its whole lifecycle.
+KINDS_TOPOLOGY = Topology(
+    flavors=(FlavorSpec("on-demand", nodes=2, node_cpu="1000", node_memory="4000Gi",
+                        node_pods="10000", quota_cpu="1000", quota_memory="4000Gi"),),
+    pod_run_ms=2000, audit=True, frameworks=("jobset.x-k8s.io/jobset",),
+    external_frameworks=(*EXTERNAL_FRAMEWORKS, "Job.v1.batch"))
+KINDS = ("batchjob", "jobflow", "daemonjob", "appwrapper")
+JOBFLOW = GVK("api.practice.com", "v1alpha1", "JobFlow")
+DAEMONJOB = GVK("api.practice.com", "v1alpha1", "DaemonJob")
+APPWRAPPER = GVK("workload.codeflare.dev", "v1beta2", "AppWrapper")
+
+
+def _pod_template() -> Object:
+    return {"spec": {"restartPolicy": "Never", "containers": [{
+        "name": "main", "image": "registry.example/fake:1",
+        "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}]}}
+
+
+def kind_object(kind: str, i: int, ns: str) -> tuple[Object, int]:
+    """One queued object of ``kind`` and the pods its whole lifecycle runs."""
+    meta = {"name": f"{kind}-{i:04d}", "namespace": ns, "labels": {QUEUE_LABEL: QUEUE}}
+    if kind == "batchjob":
+        return ({"apiVersion": "batch/v1", "kind": "Job", "metadata": meta,
+                 "spec": {"template": _pod_template()}}, 1)
+    if kind == "jobflow":
+        steps = [{"name": s, "dependencies": deps, "jobTemplate": {"template": _pod_template()}}
+                 for s, deps in (("a", []), ("b", ["a"]), ("c", ["b"]))]
+        return ({"apiVersion": JOBFLOW.api_version, "kind": "JobFlow", "metadata": meta,
+                 "spec": {"flows": steps}}, 3)
+    if kind == "daemonjob":
+        # Both benchmark nodes are eligible: two pods.
+        return ({"apiVersion": DAEMONJOB.api_version, "kind": "DaemonJob", "metadata": meta,
+                 "spec": {"template": _pod_template()}}, 2)
+    # Wrapped components keep their names: one Job name per AppWrapper.
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": f"{meta['name']}-job"},
+           "spec": {"template": _pod_template()}}
+    return ({"apiVersion": APPWRAPPER.api_version, "kind": "AppWrapper", "metadata": meta,
+             "spec": {"components": [{"template": job}]}}, 1)
+
+
+def kind_done(kind: str, obj: Object) -> bool:
+    status = obj.get("status") or {}
+    if kind == "batchjob":
+        return any(c.get("type") == "Complete" and c.get("status") == "True"
+                   for c in status.get("conditions") or [])
+    if kind == "appwrapper":
+        return status.get("phase") == "Succeeded"
+    return status.get("state") == "Succeed"
+
+
+KIND_GVKS = {"batchjob": JOB, "jobflow": JOBFLOW, "daemonjob": DAEMONJOB,
+             "appwrapper": APPWRAPPER}
+
+
+async def run_kinds(n: int, concurrency: int, say: Any) -> list[dict[str, Any]]:
+    """Each integration's whole lifecycle for ``n`` objects on one cluster, with our
+    manager running all of them: its CPU and API writes per pod, beside the batch Job's."""
+    state_dir = cache_root() / "clusters" / f"bench-kinds-{os.getpid()}"
+    cluster = LocalCluster(state_dir, KINDS_TOPOLOGY)
+    say(f"[kinds] starting a local cluster for {n} objects of each kind...")
+    info = cluster.up()
+    audit = state_dir / "logs" / "audit.log"
+    rows: list[dict[str, Any]] = []
+    try:
+        async with await RestClient.from_kubeconfig(
+                info.kubeconfig, user_agent=BENCH_AGENT,
+                timeouts=Timeouts(read=60.0, watch_inactivity=120.0)) as client, \
+                our_manager(info.kubeconfig, state_dir / "logs" / "our-manager.log",
+                            integrations=",".join(KINDS)) as pid:
+            await setup_cluster_queue(client)
+            await setup_namespace(client, "bench-probe")
+            await wait_for("our Job webhook", lambda: _suspends(client, "bench-probe"), 180)
+            for kind in KINDS:
+                ns = f"bench-{kind}"
+                await setup_namespace(client, ns)
+                await asyncio.sleep(2.0)
+                offset = audit_size(audit)
+                cpu0 = proc_cpu_seconds(pid)
+                sem = asyncio.Semaphore(concurrency)
+                pods = 0
+                t0 = time.monotonic()
+
+                async def create(i: int, kind: str = kind, ns: str = ns,
+                                 sem: asyncio.Semaphore = sem) -> int:
+                    obj, count = kind_object(kind, i, ns)
+                    async with sem:
+                        await client.create(obj)
+                    return count
+
+                pods = sum(await asyncio.gather(*(create(i) for i in range(n))))
+
+                async def all_done(kind: str = kind, ns: str = ns) -> bool:
+                    items = (await client.list(KIND_GVKS[kind], namespace=ns)).items
+                    return len(items) == n and all(kind_done(kind, o) for o in items)
+
+                await wait_for(f"every {kind} finished", all_done, max(600.0, n * 5.0))
+                seconds = time.monotonic() - t0
+                cpu = proc_cpu_seconds(pid) - cpu0
+                await asyncio.sleep(3.0)  # the audit backend writes in batches
+                counts, _ = count_requests(audit, offset)
+                ours = {verb: c for (ctl, verb), c in counts.items() if ctl == "ours"}
+                writes = sum(c for verb, c in ours.items()
+                             if verb in ("create", "update", "patch", "delete"))
+                row = {"kind": kind, "objects": n, "pods": pods, "seconds": round(seconds, 1),
+                       "cpu_ms_per_pod": round(cpu * 1000 / pods, 2),
+                       "writes_per_pod": round(writes / pods, 2),
+                       "requests_per_pod": {v: round(c / pods, 2) for v, c in ours.items()}}
+                rows.append(row)
+                say(f"[kinds] {kind}: {n} objects, {pods} pods, all finished in "
+                    f"{row['seconds']}s; ours {row['cpu_ms_per_pod']} ms CPU and "
+                    f"{row['writes_per_pod']} writes per pod")
+                await client.delete(NAMESPACE_GVK, ns)
+    finally:
+        cluster.down()
+        shutil.rmtree(state_dir, ignore_errors=True)
+    base = next((r for r in rows if r["kind"] == "batchjob"), None)
+    if base:
+        for r in rows:
+            r["cpu_per_pod_ratio_to_batchjob"] = round(r["cpu_ms_per_pod"]
+                                                       / base["cpu_ms_per_pod"], 2)
+            r["writes_per_pod_ratio_to_batchjob"] = round(r["writes_per_pod"]
+                                                          / base["writes_per_pod"], 2)
+        say("[kinds] per pod, against the batch Job path: " + "; ".join(
+            f"{r['kind']} CPU x{r['cpu_per_pod_ratio_to_batchjob']}, writes "
+            f"x{r['writes_per_pod_ratio_to_batchjob']}" for r in rows))
+    return rows
+
+
 # --------------------------------------------------------------------------- report
 
 
@@ -546,6 +676,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="also measure our manager's memory with N Jobs and N Workloads "
                         "cached (e.g. 10000)")
     p.add_argument("--memory-only", action="store_true", help="only the memory benchmark")
+    p.add_argument("--kinds", type=int, default=0, metavar="N",
+                   help="also run N objects of every integration (batch Job, JobFlow of 3 "
+                        "steps, DaemonJob, AppWrapper) to their end: per-pod cost")
+    p.add_argument("--kinds-only", action="store_true", help="only the per-kind benchmark")
     p.add_argument("--profile", help="run our manager under cProfile, stats to this file "
                                      "(CPU figures then include the profiler's cost)")
     args = p.parse_args(argv)
@@ -553,17 +687,19 @@ def main(argv: list[str] | None = None) -> int:
     def say(line: str) -> None:
         print(line, flush=True)
 
-    results = asyncio.run(run_all(args, say)) if not args.memory_only else []
+    only_extra = args.memory_only or args.kinds_only
+    results = asyncio.run(run_all(args, say)) if not only_extra else []
     rows = report(results, say)
     memory = asyncio.run(run_memory(args.memory, args.concurrency * 2, say)) \
         if args.memory else None
+    kinds = asyncio.run(run_kinds(args.kinds, args.concurrency, say)) if args.kinds else None
     if args.output != "-":
         Path(args.output).write_text(json.dumps({
             "date": dt.date.today().isoformat(), "python": platform.python_version(),
             "machine": f"{platform.machine()}, {os.cpu_count()} cores",
             "concurrency": args.concurrency,
             "sides": [dataclasses.asdict(r) for r in results], "comparison": rows,
-            "memory": memory,
+            "memory": memory, "kinds": kinds,
         }, indent=2) + "\n")
     return 0
 
