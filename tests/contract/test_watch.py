@@ -129,7 +129,11 @@ async def test_watch_from_too_old_resource_version_is_gone(widgets: Backend) -> 
 
 async def test_watch_timeout_ends_stream_with_bookmarks(widgets: Backend) -> None:
     listed = await widgets.client.list(WIDGET, namespace=widgets.namespace)
+    # Only labelled Widgets are watched, so the unlabelled one created below moves the
+    # resource version without an event: kube-apiserver sends its bookmarks (one before
+    # the timeout among them) only once the resource version has moved past the watch's.
     stream = widgets.client.watch(WIDGET, namespace=widgets.namespace,
+                                  label_selector="contract=watched",
                                   resource_version=listed.resource_version,
                                   allow_bookmarks=True, timeout_seconds=5)
     events: list[WatchEvent] = []
@@ -139,8 +143,12 @@ async def test_watch_timeout_ends_stream_with_bookmarks(widgets: Backend) -> Non
             events.append(event)
 
     task = asyncio.ensure_future(drain())
-    await widgets.advance(6)
+    await widgets.advance(1)
+    await widgets.client.create(widgets.widget("progress", size=1))
+    await widgets.advance(5)
+    # The stream ends by itself at the timeout.
     await asyncio.wait_for(task, timeout=10)
+    assert [e.type for e in events if e.type != "BOOKMARK"] == []
     bookmarks = [e for e in events if e.type == "BOOKMARK"]
     assert bookmarks, "expected at least one BOOKMARK before the timeout"
     for event in bookmarks:
