@@ -80,7 +80,7 @@ class SleepJob(GenericJob):
 CALLBACKS = IntegrationCallbacks(
     new_job=SleepJob,
     new_reconciler=new_generic_reconciler_factory(SleepJob),
-    setup_webhook=lambda *args, **kwargs: None,  # see BaseWebhook for a real one
+    setup_webhook=lambda *args, **kwargs: [],  # see BaseWebhook for a real one
     job_type=SLEEPJOB,
     setup_indexes=lambda indexer: setup_workload_owner_index(indexer, SLEEPJOB),
 )

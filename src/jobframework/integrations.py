@@ -15,15 +15,18 @@ shared instance is :data:`DEFAULT_INTEGRATION_MANAGER`, which the module-level
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, runtime_checkable
 
 import attrs
 
 from . import constants as c
+from .constants import DEFAULT_FEATURES, FeatureGates
 from .field import go_quote
 from .interface import GenericJob
+from .metrics import JobMetrics, LocalQueueMetricsConfig
 from .multikueue import MultiKueueAdapter
-from .runtime.client import Reader
+from .runtime.client import Client, Reader
+from .runtime.clock import Clock, RealClock
 from .runtime.objects import (
     GVK,
     Object,
@@ -32,6 +35,11 @@ from .runtime.objects import (
     namespace_of,
     uid_of,
 )
+from .runtime.selectors import LabelSelector
+from .webhook.server import WebhookServer
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 REPLICA_SET_GVK = GVK("apps", "v1", "ReplicaSet")
 
@@ -85,7 +93,98 @@ class ManagedOwnersChainLimitReachedError(Exception):
         super().__init__("managed owner chain limit reached")
 
 
+# --- options ----------------------------------------------------------------------------------
+
+# Kueue's ``Options`` live here, beside the callbacks that take them and the manager they
+# name (one cycle of types: options -> integration manager -> callbacks -> options), so that
+# no two modules import each other; :mod:`jobframework.options` re-exports them.
+
+
+@attrs.frozen
+class WorkloadRetentionPolicy:
+    """``objectRetentionPolicies.workloads``: seconds after a deactivation by Kueue before
+    the job is deleted (None: never)."""
+
+    after_deactivated_by_kueue: float | None = None
+
+
+def _frozen(values: Any) -> frozenset[str]:
+    return frozenset(values or ())
+
+
+@attrs.frozen(kw_only=True)
+class ReconcilerOptions:
+    """Kueue's ``Options`` for job reconcilers and webhooks, in Python style."""
+
+    manage_jobs_without_queue_name: bool = False
+    #: Only namespaces whose labels match are managed (None: every namespace).
+    managed_jobs_namespace_selector: LabelSelector | None = None
+    #: Write the ``PodsReady`` condition (``waitForPodsReady`` configured).
+    wait_for_pods_ready: bool = False
+    kube_server_version: str | None = None
+    #: Per-integration options keyed ``"<group>/<version>, Kind=<Kind>"``.
+    integration_options: Mapping[str, Any] = attrs.field(factory=dict)
+    enabled_frameworks: frozenset[str] | None = None
+    enabled_external_frameworks: frozenset[str] | None = None
+    manager_name: str = c.KUEUE_NAME
+    #: Job labels copied to new Workloads.
+    label_keys_to_copy: frozenset[str] = attrs.field(default=frozenset(), converter=_frozen)
+    #: Job annotations copied to new Workloads (with the ``CustomMetricLabels`` gate).
+    annotations_to_copy: frozenset[str] = attrs.field(default=frozenset(), converter=_frozen)
+    clock: Clock = attrs.field(factory=RealClock)
+    workload_retention_policy: WorkloadRetentionPolicy | None = None
+    integration_manager: IntegrationManager | None = None
+    features: FeatureGates = DEFAULT_FEATURES
+    #: Queue lookups for managedBy defaulting and default LocalQueues (webhooks).
+    queues: Any = None
+    #: Register a no-op webhook (for disabled integrations).
+    noop_webhook: bool = False
+    #: Kueue's job metrics (None: the manager's registry once set up with a manager, else
+    #: a registry of the reconciler's own).
+    metrics: JobMetrics | None = None
+    #: ``metrics.localQueueMetrics`` for the metrics the reconciler creates (None: every
+    #: LocalQueue); ignored when ``metrics`` is given.
+    local_queue_metrics: LocalQueueMetricsConfig | None = None
+
+
+class ReconcilerOptionOverrides(TypedDict, total=False):
+    """The keyword overrides :func:`process_options` and the factories accept: exactly
+    :class:`ReconcilerOptions`' fields, so a type checker catches a misspelt option."""
+
+    manage_jobs_without_queue_name: bool
+    managed_jobs_namespace_selector: LabelSelector | None
+    wait_for_pods_ready: bool
+    kube_server_version: str | None
+    integration_options: Mapping[str, Any]
+    enabled_frameworks: frozenset[str] | None
+    enabled_external_frameworks: frozenset[str] | None
+    manager_name: str
+    label_keys_to_copy: frozenset[str]
+    annotations_to_copy: frozenset[str]
+    clock: Clock
+    workload_retention_policy: WorkloadRetentionPolicy | None
+    integration_manager: IntegrationManager | None
+    features: FeatureGates
+    queues: Any
+    noop_webhook: bool
+    metrics: JobMetrics | None
+    local_queue_metrics: LocalQueueMetricsConfig | None
+
+
 # --- callbacks --------------------------------------------------------------------------------
+#
+# The callback types are Protocols carrying exactly the parameters the framework passes, so a
+# type checker rejects a callback that would fail when it is called (a misspelt keyword, a
+# missing parameter). The call sites: ``setup_controllers`` and ``setup_integration`` in
+# :mod:`jobframework.reconciler`, :meth:`IntegrationManager.configure` and
+# :meth:`IntegrationManager.setup_indexes`.
+
+
+class EventRecorderLike(Protocol):
+    """What the reconciler records events with (the runtime's ``EventRecorder`` is one)."""
+
+    def event(self, obj: Mapping[str, Any], type: str, reason: str, message: str) -> None:
+        """Record an event about ``obj``."""
 
 
 @runtime_checkable
@@ -99,12 +198,88 @@ class JobReconcilerInterface(Protocol):
         """Register the controller (watches, indexes) with the manager."""
 
 
-#: ``ReconcilerFactory``: ``(client, indexer, recorder, **options) -> JobReconcilerInterface``
-#: (possibly awaitable); the exact arguments are the reconciler module's contract.
-ReconcilerFactory = Callable[..., Any]
+class ReconcilerFactory(Protocol):
+    """``ReconcilerFactory`` (``IntegrationCallbacks.new_reconciler`` and each of
+    ``new_additional_reconcilers``): ``(client, indexer, recorder, options=None,
+    **overrides) -> JobReconcilerInterface``; the overrides are :class:`ReconcilerOptions`
+    fields (:class:`ReconcilerOptionOverrides`).
+
+    Called by ``setup_controllers`` once per enabled framework whose API is served (or, for
+    a framework whose API appears later, when it appears), with the manager's client, its
+    cache as the indexer, an event recorder reporting as
+    ``<framework>-<manager name>-controller`` and ``options=`` the manager's
+    :class:`ReconcilerOptions`; ``setup_integration`` passes the same four positionally.
+    It must return the reconciler without wiring it: the caller calls its
+    ``setup_with_manager(mgr)``. :func:`~jobframework.reconciler.new_generic_reconciler_factory`
+    builds one.
+    """
+
+    def __call__(self, client: Client, indexer: Any, recorder: EventRecorderLike,
+                 options: ReconcilerOptions | None = None,
+                 **overrides: Unpack[ReconcilerOptionOverrides]) -> JobReconcilerInterface:
+        ...
 
 
-def _tuple(values: Iterable[Any] | None) -> tuple[Any, ...]:
+class SetupWebhook(Protocol):
+    """``SetupWebhook`` (``IntegrationCallbacks.setup_webhook``): ``(server, client, *,
+    integration_manager=, manage_jobs_without_queue_name=, managed_jobs_namespace_selector=,
+    queues=, features=, noop_webhook=) -> paths``.
+
+    Registers the framework's admission webhooks on ``server`` and returns the paths it
+    registered. Called by ``setup_controllers`` once per registered framework with a
+    webhook server: for an enabled framework with the manager's queue settings (every
+    keyword but ``noop_webhook``), before its reconciler when its API is not served yet;
+    for a disabled one with ``noop_webhook=True`` only, when it must serve a webhook that
+    allows everything unchanged. ``setup_integration`` passes the same keywords plus its
+    ``webhook_options`` (integration-specific keywords, such as AppWrapper's
+    ``default_queue_name``). ``server`` and ``client`` are passed positionally; every
+    keyword may be absent, so each needs a default.
+    """
+
+    def __call__(self, server: WebhookServer, client: Any, /, *,
+                 integration_manager: IntegrationManager | None = None,
+                 manage_jobs_without_queue_name: bool = False,
+                 managed_jobs_namespace_selector: LabelSelector | None = None,
+                 queues: Any = None,
+                 features: FeatureGates = DEFAULT_FEATURES,
+                 noop_webhook: bool = False) -> list[str]:
+        ...
+
+
+class SetupIndexes(Protocol):
+    """``SetupIndexes`` (``IntegrationCallbacks.setup_indexes``): ``(indexer) -> None``,
+    or an awaitable the caller awaits.
+
+    Adds the framework's field indexes (typically the Workload owner index of its kind) to
+    ``indexer``, the manager's cache, passed positionally. Called before any reconciler is
+    built: by ``setup_controllers`` (through :meth:`IntegrationManager.setup_indexes`) for
+    every enabled and implicitly enabled framework, and by ``setup_integration``. An
+    exception fails the setup (``jobFrameworkName "<name>": <err>``).
+    """
+
+    def __call__(self, indexer: Any, /) -> Awaitable[None] | None:
+        ...
+
+
+class CanSupportIntegration(Protocol):
+    """``CanSupportIntegration`` (``IntegrationCallbacks.can_support_integration``):
+    ``(**options) -> bool``.
+
+    Called by :meth:`IntegrationManager.configure` for each enabled framework with the
+    keyword options given to ``configure`` (:class:`ReconcilerOptionOverrides`; none from
+    ``setup_controllers``). False or an exception fails the configuration
+    (``failed to configure reconcilers: ...``).
+    """
+
+    def __call__(self, **options: Unpack[ReconcilerOptionOverrides]) -> bool:
+        ...
+
+
+def _factories(values: Iterable[ReconcilerFactory] | None) -> tuple[ReconcilerFactory, ...]:
+    return tuple(values or ())
+
+
+def _names(values: Iterable[str] | None) -> tuple[str, ...]:
     return tuple(values or ())
 
 
@@ -112,26 +287,41 @@ def _tuple(values: Iterable[Any] | None) -> tuple[Any, ...]:
 class IntegrationCallbacks:
     """How a framework plugs in (Kueue's ``IntegrationCallbacks``).
 
-    ``new_reconciler``, ``setup_webhook`` and ``job_type`` are mandatory (checked by
-    :meth:`IntegrationManager.register_integration`). ``job_type`` is the GVK of the object
-    used for owner lookups. The framework's GVK comes from ``new_job().gvk()``, else
-    ``gvk``, else ``job_type``.
+    ``new_reconciler``, ``setup_webhook`` and ``job_type`` are mandatory. The first two are
+    required in the type (a type checker rejects leaving them out or passing None); at run
+    time both default to None and :meth:`IntegrationManager.register_integration` rejects a
+    None in any of the three with Kueue's ``mandatory field missing`` error, as Kueue does.
+    ``job_type`` is the GVK of the object used for owner lookups. The framework's GVK comes
+    from ``new_job().gvk()``, else ``gvk``, else ``job_type``.
+
+    The callbacks (see each Protocol for when it is called and with what):
+
+    - ``new_reconciler``: a :class:`ReconcilerFactory`, building the framework's
+      reconciler; ``new_additional_reconcilers``: more of them, built and wired the same
+      way after it;
+    - ``setup_webhook``: a :class:`SetupWebhook`, registering its webhooks and returning
+      their paths;
+    - ``setup_indexes``: a :class:`SetupIndexes`, adding its cache indexes;
+    - ``can_support_integration``: a :class:`CanSupportIntegration`, whether the
+      framework can be enabled with the given options;
+    - ``new_job``: ``() -> GenericJob``, an empty job adapter, called whenever the
+      framework's kind is needed (:meth:`get_gvk`).
     """
 
-    new_reconciler: ReconcilerFactory | None = None
-    setup_webhook: Callable[..., Any] | None = None
+    new_reconciler: ReconcilerFactory
+    setup_webhook: SetupWebhook
     job_type: GVK | None = None
     new_job: Callable[[], GenericJob] | None = None
     gvk: GVK | None = None
     new_additional_reconcilers: tuple[ReconcilerFactory, ...] = attrs.field(
-        default=(), converter=_tuple)
-    setup_indexes: Callable[..., Awaitable[None] | None] | None = None
-    can_support_integration: Callable[..., bool] | None = None
+        default=(), converter=_factories)
+    setup_indexes: SetupIndexes | None = None
+    can_support_integration: CanSupportIntegration | None = None
     multikueue_adapter: MultiKueueAdapter | None = None
     #: Deprecated in Kueue: names that must be enabled too.
-    dependency_list: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
+    dependency_list: tuple[str, ...] = attrs.field(default=(), converter=_names)
     implicitly_enabled_framework_names: tuple[str, ...] = attrs.field(
-        default=(), converter=_tuple)
+        default=(), converter=_names)
 
     def get_gvk(self) -> GVK | None:
         """The framework's job kind."""
@@ -143,6 +333,15 @@ class IntegrationCallbacks:
         """Whether an owner reference points at this framework's kind."""
         gvk = self.get_gvk()
         return gvk is not None and owner_reference_matches_gvk(owner_ref, gvk)
+
+
+# Required in the type only: at run time leaving them out still gives None, so that
+# IntegrationManager.register_integration reports Kueue's "mandatory field missing" error
+# for an untyped caller, as before they were typed.
+_init_defaults = IntegrationCallbacks.__init__.__kwdefaults__ or {}
+_init_defaults.update(new_reconciler=None, setup_webhook=None)
+IntegrationCallbacks.__init__.__kwdefaults__ = _init_defaults
+del _init_defaults
 
 
 def owner_reference_matches_gvk(owner_ref: Mapping[str, Any], gvk: GVK) -> bool:
@@ -179,6 +378,7 @@ class IntegrationManager:
         q = go_quote(name)
         if name in self._integrations:
             raise DuplicateFrameworkNameError(f"duplicate framework name {q}")
+        # The type forbids None; untyped callers may still pass it.
         if callbacks.new_reconciler is None:
             raise MissingMandatoryFieldError(f'mandatory field missing "NewReconciler" for {q}')
         if callbacks.setup_webhook is None:
@@ -327,6 +527,11 @@ class IntegrationManager:
         list: ...``), registers external kinds, asks each enabled framework's
         ``can_support_integration(**options)`` and marks it enabled. Building reconcilers
         and webhooks is left to the manager. Returns all enabled names.
+
+        ``options`` are Kueue's options by :class:`ReconcilerOptions` field name (the keys
+        of :class:`ReconcilerOptionOverrides`, which :class:`CanSupportIntegration` takes);
+        they are not typed as such here because ``enabled_frameworks`` is both a parameter
+        and an option.
 
         With ``mark_enabled=False`` nothing is marked: the caller marks each framework
         once its controller is set up, as Kueue does (a framework whose API appears

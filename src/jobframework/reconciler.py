@@ -35,7 +35,7 @@ import copy
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import attrs
 
@@ -49,12 +49,14 @@ from .composable import ComposableJob, evicted_stop_reason
 from .constants import DEFAULT_FEATURES, FeatureGate, FeatureGates
 from .field import go_quote
 from .indexer import list_owned_workloads, setup_workload_owner_index
+from .integrations import EventRecorderLike as EventRecorderLike
 from .integrations import (
     IntegrationCallbacks,
     IntegrationError,
     IntegrationManager,
     ManagedOwnersChainLimitReachedError,
 )
+from .integrations import ReconcilerFactory as ReconcilerFactory
 from .interface import (
     GenericJob,
     JobWithCustomAnnotations,
@@ -147,16 +149,6 @@ def _wrap(message: str, err: BaseException) -> ReconcileError:
     wrapped = ReconcileError(f"{message}: {err}")
     wrapped.__cause__ = err
     return wrapped
-
-
-# --- options --------------------------------------------------------------------------------
-
-
-class EventRecorderLike(Protocol):
-    """What the reconciler records events with (the runtime's ``EventRecorder`` is one)."""
-
-    def event(self, obj: Mapping[str, Any], type: str, reason: str, message: str) -> None:
-        """Record an event about ``obj``."""
 
 
 # --- job patches ----------------------------------------------------------------------------
@@ -1258,9 +1250,11 @@ class GenericReconciler:
         builder.complete(self)
 
 
-class ReconcilerFactory(Protocol):
-    """``ReconcilerFactory``: ``(client, indexer, recorder, options=None, **overrides)``
-    → a :class:`GenericReconciler`; the overrides are :class:`ReconcilerOptions` fields."""
+class GenericReconcilerFactory(Protocol):
+    """What :func:`new_generic_reconciler_factory` returns: a
+    :class:`~jobframework.integrations.ReconcilerFactory` (``(client, indexer, recorder,
+    options=None, **overrides)``; the overrides are :class:`ReconcilerOptions` fields)
+    whose reconciler is a :class:`GenericReconciler`."""
 
     def __call__(self, client: Client, indexer: Any, recorder: EventRecorderLike,
                  options: ReconcilerOptions | None = None,
@@ -1270,7 +1264,7 @@ class ReconcilerFactory(Protocol):
 
 def new_generic_reconciler_factory(
     new_job: Callable[[], GenericJob], *setup: ReconcilerSetup
-) -> ReconcilerFactory:
+) -> GenericReconcilerFactory:
     """A factory building the generic reconciler of ``new_job``'s kind
     (``NewGenericReconcilerFactory``).
 
@@ -1408,9 +1402,10 @@ async def setup_integration(
             await indexed
     if callbacks.new_reconciler is None:
         raise IntegrationError("the integration has no reconciler factory")
-    reconciler: GenericReconciler = callbacks.new_reconciler(
+    # A reference integration's factory is a generic one (new_generic_reconciler_factory).
+    reconciler = cast("GenericReconciler", callbacks.new_reconciler(
         mgr.get_client(), mgr.get_cache(), mgr.get_event_recorder_for(reporting_controller),
-        options)
+        options))
     reconciler.setup_with_manager(mgr)
     paths: list[str] = []
     if webhook_server is not None and callbacks.setup_webhook is not None:

@@ -20,12 +20,14 @@ The framework controller (phases, component creation, fault tolerance) is
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from jobframework.base_webhook import setup_base_webhook
-from jobframework.constants import QUEUE_LABEL, FeatureGates
+from jobframework.base_webhook import NoopWebhook, setup_base_webhook
+from jobframework.constants import DEFAULT_FEATURES, QUEUE_LABEL, FeatureGates
+from jobframework.defaults import QueueLookup
 from jobframework.indexer import setup_workload_owner_index
 from jobframework.integrations import (
     IntegrationCallbacks,
@@ -40,6 +42,7 @@ from jobframework.reconciler import (
 )
 from jobframework.runtime.manager import Manager
 from jobframework.runtime.objects import Object
+from jobframework.runtime.selectors import LabelSelector
 from jobframework.webhook import WebhookBuilder, WebhookServer
 
 from .api import APPWRAPPER_GVK
@@ -93,18 +96,38 @@ def setup_webhook(server: WebhookServer, client: Any = None, *, default_queue_na
         .with_validator(webhook).complete()
 
 
-def setup_kueue_webhook(server: WebhookServer, client: Any = None, *,
-                        default_queue_name: str = "", user_rbac_admission_check: bool = True,
-                        **options: Any) -> list[str]:
-    """Serve upstream's webhook and Kueue's base webhook as one (mutating and validating).
+def setup_kueue_webhook(
+    server: WebhookServer,
+    client: Any = None,
+    *,
+        integration_manager: IntegrationManager | None = None,
+        manage_jobs_without_queue_name: bool = False,
+        managed_jobs_namespace_selector: LabelSelector | None = None,
+        queues: QueueLookup | None = None,
+        features: FeatureGates = DEFAULT_FEATURES,
+        noop_webhook: bool = False,
+        default_local_queue_exist: Callable[[str], bool] | None = None,
+    default_queue_name: str = "",
+    user_rbac_admission_check: bool = True,
+) -> list[str]:
+    """Serve upstream's webhook and Kueue's base webhook as one (mutating and validating);
+    with ``noop_webhook=True`` (a disabled framework) one that allows everything unchanged.
+    Returns the paths.
 
-    ``options`` are :class:`~jobframework.base_webhook.BaseWebhook`'s (integration
-    manager, manageJobsWithoutQueueName, namespace selector, queues, features).
+    A :class:`~jobframework.integrations.SetupWebhook`: the keywords before
+    ``default_queue_name`` are :class:`~jobframework.base_webhook.BaseWebhook`'s (integration
+    manager, manageJobsWithoutQueueName, namespace selector, queues, features);
+    ``default_queue_name`` and ``user_rbac_admission_check`` configure upstream's webhook.
     """
+    if noop_webhook:
+        return setup_base_webhook(server, APPWRAPPER_GVK, NoopWebhook())
     appwrapper = AppWrapperWebhook(client, default_queue_name=default_queue_name,
                                    user_rbac_admission_check=user_rbac_admission_check)
-    return setup_base_webhook(server, APPWRAPPER_GVK,
-                              AppWrapperKueueWebhook(client, appwrapper=appwrapper, **options))
+    return setup_base_webhook(server, APPWRAPPER_GVK, AppWrapperKueueWebhook(
+        client, appwrapper=appwrapper, integration_manager=integration_manager,
+        manage_jobs_without_queue_name=manage_jobs_without_queue_name,
+        managed_jobs_namespace_selector=managed_jobs_namespace_selector, queues=queues,
+        features=features, default_local_queue_exist=default_local_queue_exist))
 
 
 def probe_object(namespace: str) -> Object:

@@ -14,12 +14,14 @@ It is also a reference integration of our external-framework manager
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final
 
 import attrs
 
 from jobframework.base_webhook import NoopWebhook, setup_base_webhook
-from jobframework.constants import QUEUE_LABEL
+from jobframework.constants import DEFAULT_FEATURES, QUEUE_LABEL, FeatureGates
+from jobframework.defaults import QueueLookup
 from jobframework.indexer import (
     OWNER_REFERENCE_UID,
     list_by_index,
@@ -44,6 +46,7 @@ from jobframework.runtime.handler import EnqueueRequestsFromMapFunc, Queue
 from jobframework.runtime.manager import Manager
 from jobframework.runtime.objects import Object, controller_of, name_of, namespace_of
 from jobframework.runtime.reconcile import Request
+from jobframework.runtime.selectors import LabelSelector
 from jobframework.runtime.source import DeleteEvent, GenericEvent
 from jobframework.webhook.manifests import WebhookResource
 from jobframework.webhook.server import WebhookServer
@@ -84,11 +87,30 @@ async def setup_indexes(indexer: Any) -> None:
     await setup_workload_owner_index(indexer, JOB_GVK)
 
 
-def setup_webhook(server: WebhookServer, client: Any = None, **options: Any) -> list[str]:
-    """Serve the Job webhook (a no-op one with ``noop_webhook=True``)."""
-    if options.pop("noop_webhook", False):
+def setup_webhook(
+    server: WebhookServer,
+    client: Any = None,
+    *,
+        integration_manager: IntegrationManager | None = None,
+        manage_jobs_without_queue_name: bool = False,
+        managed_jobs_namespace_selector: LabelSelector | None = None,
+        queues: QueueLookup | None = None,
+        features: FeatureGates = DEFAULT_FEATURES,
+        noop_webhook: bool = False,
+        default_local_queue_exist: Callable[[str], bool] | None = None,
+) -> list[str]:
+    """Serve the Job webhook (a no-op one with ``noop_webhook=True``); returns the paths.
+
+    A :class:`~jobframework.integrations.SetupWebhook`: the keywords are
+    :class:`~jobframework.base_webhook.BaseWebhook`'s.
+    """
+    if noop_webhook:
         return setup_base_webhook(server, JOB_GVK, NoopWebhook())
-    return setup_base_webhook(server, JOB_GVK, BatchJobWebhook(client, **options))
+    return setup_base_webhook(server, JOB_GVK, BatchJobWebhook(
+        client, integration_manager=integration_manager,
+        manage_jobs_without_queue_name=manage_jobs_without_queue_name,
+        managed_jobs_namespace_selector=managed_jobs_namespace_selector, queues=queues,
+        features=features, default_local_queue_exist=default_local_queue_exist))
 
 
 #: The integration as Kueue registers it.

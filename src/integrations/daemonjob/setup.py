@@ -16,12 +16,14 @@ Two ways to run it:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final
 
 import attrs
 
-from jobframework.base_webhook import BaseWebhook, setup_base_webhook
-from jobframework.constants import QUEUE_LABEL
+from jobframework.base_webhook import BaseWebhook, NoopWebhook, setup_base_webhook
+from jobframework.constants import DEFAULT_FEATURES, QUEUE_LABEL, FeatureGates
+from jobframework.defaults import QueueLookup
 from jobframework.indexer import setup_workload_owner_index
 from jobframework.integrations import (
     IntegrationCallbacks,
@@ -36,6 +38,7 @@ from jobframework.reconciler import (
 )
 from jobframework.runtime.manager import Manager
 from jobframework.runtime.objects import Object
+from jobframework.runtime.selectors import LabelSelector
 from jobframework.webhook import (
     AdmissionRequest,
     ValidationError,
@@ -96,9 +99,32 @@ def setup_webhooks(server: WebhookServer, client: Any = None) -> list[str]:
         .with_validator(webhook).complete()
 
 
-def setup_kueue_webhook(server: WebhookServer, client: Any = None, **options: Any) -> list[str]:
-    """Serve the Kueue DaemonJob webhook (mutating and validating)."""
-    return setup_base_webhook(server, DAEMONJOB_GVK, DaemonJobKueueWebhook(client, **options))
+def setup_kueue_webhook(
+    server: WebhookServer,
+    client: Any = None,
+    *,
+        integration_manager: IntegrationManager | None = None,
+        manage_jobs_without_queue_name: bool = False,
+        managed_jobs_namespace_selector: LabelSelector | None = None,
+        queues: QueueLookup | None = None,
+        features: FeatureGates = DEFAULT_FEATURES,
+        noop_webhook: bool = False,
+        default_local_queue_exist: Callable[[str], bool] | None = None,
+) -> list[str]:
+    """Serve the Kueue DaemonJob webhook (mutating and validating); with
+    ``noop_webhook=True`` (a disabled framework) one that allows everything unchanged.
+    Returns the paths.
+
+    A :class:`~jobframework.integrations.SetupWebhook`: the keywords are
+    :class:`~jobframework.base_webhook.BaseWebhook`'s.
+    """
+    if noop_webhook:
+        return setup_base_webhook(server, DAEMONJOB_GVK, NoopWebhook())
+    return setup_base_webhook(server, DAEMONJOB_GVK, DaemonJobKueueWebhook(
+        client, integration_manager=integration_manager,
+        manage_jobs_without_queue_name=manage_jobs_without_queue_name,
+        managed_jobs_namespace_selector=managed_jobs_namespace_selector, queues=queues,
+        features=features, default_local_queue_exist=default_local_queue_exist))
 
 
 def probe_object(namespace: str) -> Object:
