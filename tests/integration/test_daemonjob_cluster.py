@@ -362,7 +362,6 @@ async def test_nodes_joining_or_leaving_a_running_daemonjob(
         client: RestClient, manager: ExternalFrameworkManager, cleanup: Cleanup) -> None:
     """The run's nodes are fixed when it starts: a node that joins later gets no Job; a
     node of the run that is deleted loses its unfinished Job and is not waited for."""
-    del manager
     suffix = uuid.uuid4().hex[:6]
     group = {"dj-test": suffix}
     # The queue's flavor is on-demand: the nodes carry its label, or they would be outside
@@ -372,6 +371,23 @@ async def test_nodes_joining_or_leaving_a_running_daemonjob(
     for node in (stays, leaves):
         await _kwok_node(client, node, labels)
         cleanup.append((NODE_GVK, node, None))
+    # The run is the eligible nodes the controller sees when Kueue admits it: wait until
+    # our manager's cache shows both new nodes Ready, or the run could hold only one.
+    assert manager.manager is not None
+    cached = manager.manager.get_client()
+
+    async def cache_sees_them() -> bool:
+        for node in (stays, leaves):
+            try:
+                obj = await cached.get(NODE_GVK, node)
+            except ApiError:
+                return False
+            if not any(c.get("type") == "Ready" and c.get("status") == "True"
+                       for c in (obj.get("status") or {}).get("conditions") or []):
+                return False
+        return True
+
+    await eventually("our manager's cache to show both nodes Ready", cache_sees_them)
     queue = await own_queue(client, cleanup, "dj-nodes", cpu="4")
     name = f"dj-nodes-{suffix}"
     spec = daemonjob(name, queue.name, flavor=None, cpu="0", run="15s")
