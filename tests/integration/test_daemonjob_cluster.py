@@ -25,6 +25,7 @@ from integrations.daemonjob import (
     NODE_GVK,
     NODE_LABEL,
     NODES_ANNOTATION,
+    eligible_nodes,
     load_samples,
 )
 from integrations.manager import ExternalFrameworkManager
@@ -133,9 +134,8 @@ async def test_seed_sample_runs_on_the_admitted_flavors_nodes_and_succeeds(
 
     done = await eventually("the sample DaemonJob to finish", finished)
     assert state_of(done) == "Succeed", done["status"]
-    wl = await workload_of(client, done)
-    assert wl is not None
-    assert is_true(wl, "Finished") and condition(wl, "Finished")["reason"] == "Succeeded"
+    wl = await finished_workload(client, done)
+    assert condition(wl, "Finished")["reason"] == "Succeeded"
     (pod_set,) = wl["spec"]["podSets"]
     phases = node_phases(done)
     # One Workload for the whole DaemonJob: one pod per node of the run, which is every
@@ -304,7 +304,7 @@ async def test_preempted_daemonjob_is_suspended_and_resumes_the_same_jobs(
     # The same Jobs resumed: not deleted and recreated.
     assert {n: j["metadata"]["uid"] for n, j in after.items()} == uids
     assert all(is_true(j, "Complete") for j in after.values())
-    assert is_true(await workload_of(client, dj), "Finished")
+    await finished_workload(client, dj)
 
 
 async def test_webhook_refuses_bad_daemonjobs_naming_the_field(
@@ -327,6 +327,17 @@ async def test_webhook_refuses_bad_daemonjobs_naming_the_field(
     nowhere = daemonjob("dj-nowhere", "user-queue", flavor="no-such-flavor")
     message = await refusal(nowhere)
     assert "no node is eligible" in message and "nodeSelector" in message, message
+
+
+async def finished_workload(client: RestClient, owner: Object) -> Object:
+    """The owner's Workload once Kueue's side marks it Finished (the generic reconciler
+    finishes it just after the DaemonJob's state says so)."""
+    async def probe() -> Object | None:
+        wl = await workload_of(client, owner)
+        return wl if is_true(wl, "Finished") else None
+
+    found: Object = await eventually("the Workload Finished", probe)
+    return found
 
 
 async def _admitted(client: RestClient, owner: Object) -> Object | None:
@@ -371,27 +382,22 @@ async def test_nodes_joining_or_leaving_a_running_daemonjob(
     for node in (stays, leaves):
         await _kwok_node(client, node, labels)
         cleanup.append((NODE_GVK, node, None))
-    # The run is the eligible nodes the controller sees when Kueue admits it: wait until
-    # our manager's cache shows both new nodes Ready, or the run could hold only one.
-    assert manager.manager is not None
-    cached = manager.manager.get_client()
-
-    async def cache_sees_them() -> bool:
-        for node in (stays, leaves):
-            try:
-                obj = await cached.get(NODE_GVK, node)
-            except ApiError:
-                return False
-            if not any(c.get("type") == "Ready" and c.get("status") == "True"
-                       for c in (obj.get("status") or {}).get("conditions") or []):
-                return False
-        return True
-
-    await eventually("our manager's cache to show both nodes Ready", cache_sees_them)
     queue = await own_queue(client, cleanup, "dj-nodes", cpu="4")
     name = f"dj-nodes-{suffix}"
     spec = daemonjob(name, queue.name, flavor=None, cpu="0", run="15s")
     spec["spec"]["template"]["spec"]["nodeSelector"] = group
+    # The run is the nodes the controller finds eligible when Kueue admits it: wait until
+    # our manager's cache shows both new nodes eligible (Ready, and without the not-ready
+    # taint the node controller removes a moment later), or the run could hold only one.
+    assert manager.manager is not None
+    cached = manager.manager.get_client()
+
+    async def both_eligible() -> bool:
+        nodes = (await cached.list(NODE_GVK)).items
+        found = eligible_nodes(nodes, spec["spec"]["template"]["spec"])
+        return {stays, leaves} <= set(found.eligible)
+
+    await eventually("our manager's cache to show both nodes eligible", both_eligible)
     dj = await client.create(spec)
     cleanup.insert(0, (DAEMONJOB_GVK, name, NS))
 
@@ -423,9 +429,8 @@ async def test_nodes_joining_or_leaving_a_running_daemonjob(
     # The node that joined after the start never got a Job; the Workload still counts the
     # two nodes admitted, and the deleted one's pod was given back.
     assert set(await children(client, name)) == {stays}
-    wl = await workload_of(client, dj)
+    wl = await finished_workload(client, dj)
     assert wl["spec"]["podSets"][0]["count"] == 2
-    assert is_true(wl, "Finished")
     events = (await client.list(GVK("events.k8s.io", "v1", "Event"), namespace=NS)).items
     assert any(e.get("reason") == "DeletedJob" and leaves in (e.get("note") or "")
                and (e.get("regarding") or {}).get("name") == name for e in events)
