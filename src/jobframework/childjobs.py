@@ -34,6 +34,7 @@ import attrs
 from .api.conditions import CONDITION_FALSE, CONDITION_TRUE, find_condition, set_condition
 from .podset import PodSetInfo, merge_into_template
 from .runtime.client import ObjectList, PropagationPolicy
+from .runtime.clock import Clock, RealClock
 from .runtime.objects import GVK, Object, annotations_of
 
 log = logging.getLogger(__name__)
@@ -343,15 +344,15 @@ def set_status_condition(
     conditions: list[dict[str, Any]],
     type_: str,
     true: bool,
-    *,
     reason: str,
     message: str,
-    false_reason: str,
     generation: int,
     now: dt.datetime,
+    false_reason: str,
 ) -> None:
     """Set condition ``type_``: added when it first becomes true, kept (as False, with
     ``false_reason`` and no message) once it no longer holds, absent until then."""
+    type_ = str(type_)
     if not true and find_condition(conditions, type_) is None:
         return
     set_condition(conditions, {
@@ -359,6 +360,29 @@ def set_status_condition(
         "reason": reason if true else false_reason, "message": message if true else "",
         "observedGeneration": generation,
     }, now=now)
+
+
+def child_status_entry(name: str, phase: str, job_name: str, reason: str = "",
+                       message: str = "") -> dict[str, Any]:
+    """One ``status`` entry for a child (a flow, a node): empty reason and message left out."""
+    d: dict[str, Any] = {"name": name, "phase": str(phase), "jobName": job_name}
+    if reason:
+        d["reason"] = reason
+    if message:
+        d["message"] = message
+    return d
+
+
+class ParentReconciler:
+    """Base of the controllers of parents of child Jobs: their reads, writes, events and
+    clock."""
+
+    def __init__(self, reader: IndexedReader, writer: ParentWriter, recorder: Recorder, *,
+                 clock: Clock | None = None) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.recorder = recorder
+        self.clock: Clock = clock or RealClock()
 
 
 # --- suspending and resuming child Jobs -------------------------------------------------------
@@ -425,8 +449,10 @@ __all__ = [
     "JobOutcome",
     "JobPhase",
     "JobWriter",
+    "ParentReconciler",
     "ParentWriter",
     "Recorder",
+    "child_status_entry",
     "info_fits",
     "info_from_dict",
     "info_to_dict",

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import datetime as dt
 import logging
 from collections.abc import Mapping
 from typing import Any, Final
@@ -33,7 +32,6 @@ from jobframework.podset import InvalidPodSetUpdateError, PodSetInfo
 from jobframework.runtime.builder import ControllerBuilder
 from jobframework.runtime.cache import Cache
 from jobframework.runtime.client import PropagationPolicy
-from jobframework.runtime.clock import Clock, RealClock
 from jobframework.runtime.errors import AlreadyExists, BadRequest, Conflict, Invalid, NotFound
 from jobframework.runtime.events import NORMAL, WARNING
 from jobframework.runtime.handler import EnqueueRequestsFromMapFunc
@@ -114,28 +112,8 @@ def node_changed(event: Any) -> bool:
     return _node_view(event.object_old) != _node_view(event.object_new)
 
 
-def _set(conditions: list[dict[str, Any]], type_: ConditionType, true: bool, reason: str,
-         message: str, generation: int, now: dt.datetime, false_reason: str) -> None:
-    childjobs.set_status_condition(conditions, type_.value, true, reason=reason,
-                                   message=message, false_reason=false_reason,
-                                   generation=generation, now=now)
-
-
-class DaemonJobReconciler:
+class DaemonJobReconciler(childjobs.ParentReconciler):
     """Reconciles DaemonJobs (see the module docstring)."""
-
-    def __init__(
-        self,
-        reader: IndexedReader,
-        writer: Writer,
-        recorder: Recorder,
-        *,
-        clock: Clock | None = None,
-    ) -> None:
-        self.reader = reader
-        self.writer = writer
-        self.recorder = recorder
-        self.clock: Clock = clock or RealClock()
 
     async def children(self, daemonjob: Object) -> dict[str, Object]:
         """node name → its Job (controlled by this DaemonJob)."""
@@ -287,23 +265,29 @@ class DaemonJobReconciler:
             status["observedGeneration"] = generation
         conditions: list[dict[str, Any]] = copy.deepcopy(list(old.get("conditions") or []))
         now = self.clock.now()
-        _set(conditions, ConditionType.SUCCEEDED, p.state == State.SUCCEED,
-             "AllNodesSucceeded", f"the Jobs of all {p.count(NodePhase.SUCCEEDED)} nodes "
-             "completed", generation, now, "NotCompleted")
-        _set(conditions, ConditionType.FAILED, p.state == State.FAILED, "NodeFailed",
-             p.failure_message, generation, now, "NoNodeFailed")
+        # Conditions appear once true and stay (as False) afterwards.
+        def set_cond(type_: ConditionType, true: bool, reason: str, message: str,
+                     false_reason: str) -> None:
+            childjobs.set_status_condition(conditions, type_, true, reason, message,
+                                           generation, now, false_reason)
+
+        set_cond(ConditionType.SUCCEEDED, p.state == State.SUCCEED, "AllNodesSucceeded",
+                 f"the Jobs of all {p.count(NodePhase.SUCCEEDED)} nodes completed",
+                 "NotCompleted")
+        set_cond(ConditionType.FAILED, p.state == State.FAILED, "NodeFailed",
+                 p.failure_message, "NoNodeFailed")
         suspended = spec.suspend and p.state in (State.PENDING, State.RUNNING)
-        _set(conditions, ConditionType.SUSPENDED, suspended, "DaemonJobSuspended",
-             "the DaemonJob is suspended: no Job is created and running Jobs are suspended",
-             generation, now, "DaemonJobResumed")
+        set_cond(ConditionType.SUSPENDED, suspended, "DaemonJobSuspended",
+                 "the DaemonJob is suspended: no Job is created and running Jobs are "
+                 "suspended", "DaemonJobResumed")
         empty = not p.nodes and p.state == State.PENDING
         message = ""
         if empty:
             pod_spec = (spec.job_spec.get("template") or {}).get("spec") or {}
             message = "no node is eligible, " + eligible_nodes(
                 nodes, pod_spec, spec.exclude_nodes).summary()
-        _set(conditions, ConditionType.NO_ELIGIBLE_NODES, empty, "NoEligibleNodes", message,
-             generation, now, "EligibleNodesFound")
+        set_cond(ConditionType.NO_ELIGIBLE_NODES, empty, "NoEligibleNodes", message,
+                 "EligibleNodesFound")
         if conditions:
             status["conditions"] = conditions
         return status

@@ -23,6 +23,7 @@ import attrs
 
 from jobframework.childjobs import (
     JobPhase,
+    child_status_entry,
     job_outcome,
     merge_pod_template_params,
     pod_count,
@@ -141,13 +142,8 @@ class NodeStatus:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON entry (empty reason and message omitted)."""
-        d: dict[str, Any] = {"name": self.name, "phase": self.phase.value,
-                             "jobName": self.job_name}
-        if self.reason:
-            d["reason"] = self.reason
-        if self.message:
-            d["message"] = self.message
-        return d
+        return child_status_entry(self.name, self.phase.value, self.job_name, self.reason,
+                                  self.message)
 
 
 @attrs.frozen

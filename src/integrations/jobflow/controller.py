@@ -27,7 +27,6 @@ index), clearing it when none is left.
 from __future__ import annotations
 
 import copy
-import datetime as dt
 import logging
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
@@ -37,7 +36,6 @@ from jobframework.childjobs import resume_job, suspend_job
 from jobframework.podset import InvalidPodSetUpdateError, PodSetInfo
 from jobframework.runtime.builder import ControllerBuilder
 from jobframework.runtime.cache import Cache
-from jobframework.runtime.clock import Clock, RealClock
 from jobframework.runtime.errors import AlreadyExists, BadRequest, Invalid, NotFound
 from jobframework.runtime.events import NORMAL, WARNING
 from jobframework.runtime.handler import EnqueueRequestsFromMapFunc
@@ -140,28 +138,8 @@ def pod_sets_infos(jobflow: Mapping[str, Any]) -> dict[str, PodSetInfo]:
 # --- the JobFlow controller --------------------------------------------------------------------
 
 
-def _set(conditions: list[dict[str, Any]], type_: ConditionType, true: bool, reason: str,
-         message: str, generation: int, now: dt.datetime, false_reason: str) -> None:
-    childjobs.set_status_condition(conditions, type_.value, true, reason=reason,
-                                   message=message, false_reason=false_reason,
-                                   generation=generation, now=now)
-
-
-class JobFlowReconciler:
+class JobFlowReconciler(childjobs.ParentReconciler):
     """Reconciles JobFlows (see the module docstring)."""
-
-    def __init__(
-        self,
-        reader: IndexedReader,
-        writer: Writer,
-        recorder: Recorder,
-        *,
-        clock: Clock | None = None,
-    ) -> None:
-        self.reader = reader
-        self.writer = writer
-        self.recorder = recorder
-        self.clock: Clock = clock or RealClock()
 
     async def children(self, jobflow: Object) -> dict[str, Object | None]:
         """flow name → its Job (``<jobflow>-<flow>`` controlled by this JobFlow), or None."""
@@ -314,17 +292,22 @@ class JobFlowReconciler:
         now = self.clock.now()
         waiting = [e["message"] for e in flows
                    if e["phase"] == FlowPhase.WAITING_FOR_TEMPLATE.value]
-        _set(conditions, ConditionType.SUCCEEDED, p.state == State.SUCCEED,
-             "AllFlowsCompleted", f"all {len(p.flows)} flows completed", generation, now,
-             "NotCompleted")
-        _set(conditions, ConditionType.FAILED, p.state == State.FAILED, "FlowFailed",
-             p.failure_message, generation, now, "NoFlowFailed")
-        _set(conditions, ConditionType.TEMPLATE_MISSING, bool(waiting), "JobTemplateNotFound",
-             "; ".join(waiting), generation, now, "JobTemplatesFound")
+        # Conditions appear once true and stay (as False) afterwards.
+        def set_cond(type_: ConditionType, true: bool, reason: str, message: str,
+                     false_reason: str) -> None:
+            childjobs.set_status_condition(conditions, type_, true, reason, message,
+                                           generation, now, false_reason)
+
+        set_cond(ConditionType.SUCCEEDED, p.state == State.SUCCEED, "AllFlowsCompleted",
+                 f"all {len(p.flows)} flows completed", "NotCompleted")
+        set_cond(ConditionType.FAILED, p.state == State.FAILED, "FlowFailed",
+                 p.failure_message, "NoFlowFailed")
+        set_cond(ConditionType.TEMPLATE_MISSING, bool(waiting), "JobTemplateNotFound",
+                 "; ".join(waiting), "JobTemplatesFound")
         suspended = spec.suspend and p.state in (State.PENDING, State.RUNNING)
-        _set(conditions, ConditionType.SUSPENDED, suspended, "JobFlowSuspended",
-             "the JobFlow is suspended: no Job is created and running Jobs are suspended",
-             generation, now, "JobFlowResumed")
+        set_cond(ConditionType.SUSPENDED, suspended, "JobFlowSuspended",
+                 "the JobFlow is suspended: no Job is created and running Jobs are "
+                 "suspended", "JobFlowResumed")
         if conditions:
             status["conditions"] = conditions
         return status

@@ -22,6 +22,7 @@ import attrs
 
 from jobframework import childjobs
 from jobframework.childjobs import (
+    child_status_entry,
     info_fits,
     info_from_dict,
     info_to_dict,
@@ -239,13 +240,8 @@ class FlowStatus:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON entry (empty reason and message omitted)."""
-        d: dict[str, Any] = {"name": self.name, "phase": self.phase.value,
-                             "jobName": self.job_name}
-        if self.reason:
-            d["reason"] = self.reason
-        if self.message:
-            d["message"] = self.message
-        return d
+        return child_status_entry(self.name, self.phase.value, self.job_name, self.reason,
+                                  self.message)
 
 
 @attrs.frozen
