@@ -466,6 +466,14 @@ class KueueStandIn:
         self.features = features if features is not None else FeatureGates(version=version)
         self.backoff_base_seconds = backoff_base_seconds
         self.backoff_max_seconds = backoff_max_seconds
+        # BestEffortFIFO's inadmissible list: Workload key -> (generation, ClusterQueue)
+        # of those found not to fit. Kueue does not look at them again until quota is
+        # freed in their ClusterQueue, the queue or a flavor changes, or they change.
+        self._inadmissible: dict[str, tuple[int | None, str]] = {}
+        # Per ClusterQueue, at the end of the last pass: its usage and resourceVersion;
+        # and the flavors' names and resourceVersions.
+        self._cq_state: dict[str, tuple[dict[FlavorResource, int], str]] = {}
+        self._flavor_state: frozenset[tuple[str, str]] = frozenset()
 
     # -- setup ---------------------------------------------------------------------------
 
@@ -589,11 +597,12 @@ class KueueStandIn:
         await self._workload_controller()
         objects = await self.workloads()
         all_wls = [wlpkg.from_object(o) for o in objects]
-        queues = {name_of(o): _parse_queue(o)
-                  for o in (await self.client.list(CLUSTER_QUEUE_GVK)).items}
+        cq_objects = (await self.client.list(CLUSTER_QUEUE_GVK)).items
+        queues = {name_of(o): _parse_queue(o) for o in cq_objects}
         local = {(namespace_of(o), name_of(o)): str((o.get("spec") or {}).get("clusterQueue"))
                  for o in (await self.client.list(LOCAL_QUEUE_GVK)).items}
         flavors = {name_of(o): o for o in (await self.client.list(RESOURCE_FLAVOR_GVK)).items}
+        self._requeue_inadmissible(cq_objects, flavors, all_wls)
         pending: dict[str, list[Workload]] = {}
         result_pending: dict[str, str] = {}
         for wl in all_wls:
@@ -619,10 +628,15 @@ class KueueStandIn:
         for cq_name in sorted(pending):
             cq = queues[cq_name]
             for wl in sorted(pending[cq_name], key=self._queue_order):
+                key = _key(wl)
+                if not cq.strict_fifo and self._inadmissible.get(key) == (
+                        wl.metadata.generation, cq_name):
+                    continue  # in the inadmissible list: not looked at
+                self._inadmissible.pop(key, None)
                 assignment = self._assign(wl, cq, flavors, all_wls)
                 if assignment.mode == _FIT:
                     stored = await self._reserve(wl, cq, assignment)
-                    admitted.append(_key(wl))
+                    admitted.append(key)
                     self._replace(all_wls, wlpkg.from_object(stored))
                     continue
                 if assignment.mode == _PREEMPT and assignment.targets:
@@ -633,10 +647,37 @@ class KueueStandIn:
                     break
                 message = assignment.message()
                 await self._set_pending(wl, message)
-                result_pending[_key(wl)] = message
+                result_pending[key] = message
                 if cq.strict_fifo:
-                    break
+                    break  # StrictFIFO: the head stays in the heap and blocks the rest
+                self._inadmissible[key] = (wl.metadata.generation, cq_name)
+        self._cq_state = {name_of(o): (self._usage(name_of(o), all_wls),
+                                       str(o["metadata"].get("resourceVersion")))
+                          for o in cq_objects}
         return ScheduleResult(tuple(admitted), tuple(preempted), result_pending)
+
+    def _requeue_inadmissible(self, cq_objects: Sequence[Object],
+                              flavors: Mapping[str, Object],
+                              all_wls: Sequence[Workload]) -> None:
+        """Kueue's ``QueueInadmissibleWorkloads``: the inadmissible Workloads of a
+        ClusterQueue go back to its heap when quota was released in it (a Workload
+        finished, was evicted or deleted, or reclaimed pods), or the queue changed; all
+        of them when a ResourceFlavor changed."""
+        flavor_state = frozenset((name, str(o["metadata"].get("resourceVersion")))
+                                 for name, o in flavors.items())
+        if flavor_state != self._flavor_state:
+            self._flavor_state = flavor_state
+            self._inadmissible.clear()
+        requeue: set[str] = set()
+        for o in cq_objects:
+            name = name_of(o)
+            before = self._cq_state.get(name)
+            usage = self._usage(name, all_wls)
+            if before is None or before[1] != str(o["metadata"].get("resourceVersion")) \
+                    or any(usage.get(fr, 0) < value for fr, value in before[0].items()):
+                requeue.add(name)
+        self._inadmissible = {k: v for k, v in self._inadmissible.items()
+                              if v[1] not in requeue}
 
     async def admit(self, ref: WorkloadRef, flavor: str | None = None, *,
                     namespace: str = "default") -> Object:

@@ -165,6 +165,32 @@ async def test_fifo_by_priority_then_creation_and_strict_fifo(
     assert (await kq.schedule()).admitted == ("default/old",)
 
 
+async def test_inadmissible_list_is_not_looked_at_until_quota_is_freed(
+        kq: KueueStandIn, api: InMemoryClient, clock: ManualClock) -> None:
+    # BestEffortFIFO, as real Kueue (tests/integration/test_standin_agreement.py): "b"
+    # stays in the inadmissible list while "c" is admitted past it, so its message is
+    # the one of the pass that found it did not fit.
+    await api.create(tolerating("a", cpu="2"))
+    await api.create(tolerating("a2", cpu="1"))
+    assert (await kq.schedule()).admitted == ("default/a", "default/a2")
+    clock.advance(1)
+    await api.create(tolerating("b", cpu="2"))
+    assert (await kq.schedule()).pending == {"default/b": (
+        "couldn't assign flavors to pod set main: insufficient unused quota for cpu in "
+        "flavor on-demand, 2 more needed, insufficient unused quota for cpu in flavor spot, "
+        "1 more needed")}
+    first = conds(await kq.workload("b"))["QuotaReserved"]["message"]
+    clock.advance(1)
+    await api.create(tolerating("c", cpu="1"))
+    result = await kq.schedule()
+    assert result.admitted == ("default/c",) and result.pending == {}
+    assert conds(await kq.workload("b"))["QuotaReserved"]["message"] == first
+    assert (await kq.schedule()).pending == {}, "not looked at without a release"
+    # Quota released in the ClusterQueue: "b" is looked at again (and now fits).
+    await api.delete(WORKLOAD_GVK, "a", namespace="default")
+    assert (await kq.schedule()).admitted == ("default/b",)
+
+
 async def test_preemption_of_the_lowest_priority_then_admission(
         kq: KueueStandIn, api: InMemoryClient, events: EventCollector,
         clock: ManualClock) -> None:
