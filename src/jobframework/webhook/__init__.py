@@ -39,6 +39,7 @@ from .admission import (
     validation_response_from_status,
 )
 from .builder import WebhookBuilder, mutate_path, validate_path
+from .certrotator import CertificateSet, CertRotator, RefreshResult
 from .certs import CertificateAuthority, ServingCerts, write_serving_certs
 from .certwatcher import CertWatcher
 from .defaulter import (
@@ -76,8 +77,10 @@ __all__ = [
     "AdmissionHook",
     "AdmissionRequest",
     "AdmissionResponse",
+    "CertRotator",
     "CertWatcher",
     "CertificateAuthority",
+    "CertificateSet",
     "CustomDefaulter",
     "CustomValidator",
     "Defaulter",
@@ -90,6 +93,7 @@ __all__ = [
     "Operation",
     "PatchContext",
     "PatchFilter",
+    "RefreshResult",
     "ServiceRef",
     "ServingCerts",
     "SupportsStatusCause",
