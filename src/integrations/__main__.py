@@ -14,24 +14,40 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import signal
 import sys
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
+from integrations._logging import configure_logging
 from integrations.catalog import DEFAULT_INTEGRATIONS, MODULES
-from integrations.manager import ManagerOptions, run
+from integrations.manager import (
+    DEFAULT_CERT_SECRET,
+    DEFAULT_LEADER_ELECTION_ID,
+    DEFAULT_MANAGER_NAMESPACE,
+    DEFAULT_WEBHOOK_SERVICE,
+    CertManagement,
+    ManagerOptions,
+    run,
+)
 from jobframework.config import (
     CONFIGMAP_KEY,
     DEFAULT_CONFIGMAP_NAME,
     DEFAULT_NAMESPACE,
+    Configuration,
     ConfigurationError,
     load_configuration,
     load_configuration_from_configmap,
 )
 from jobframework.constants import DEFAULT_KUEUE_VERSION, KueueVersion
 from jobframework.runtime.client.rest import RestClient
+from jobframework.runtime.leaderelection import LeaderElectionConfig
+from jobframework.webhook.server import DEFAULT_CERT_DIR
+
+#: ``--cert-management``: ``cert-manager`` is ``files`` (the mounted Secret's files).
+CERT_MANAGEMENT_CHOICES = ("self-signed", "internal", "cert-manager", "files")
 
 
 def _integrations(value: str) -> tuple[str, ...]:
@@ -83,9 +99,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="the Kueue release we run beside: its feature-gate defaults and "
                         "behaviour apply where the Configuration says nothing (default: "
                         f"{DEFAULT_KUEUE_VERSION.value})")
-    r.add_argument("--webhook-host", default="127.0.0.1",
-                   help="address the webhook server listens on (the API server must reach it)")
-    r.add_argument("--webhook-port", type=int, default=0, help="0 picks a free port")
+    r.add_argument("--webhook-host", default=None,
+                   help="address the webhook server listens on (the API server must reach "
+                        "it; default: 127.0.0.1, or 0.0.0.0 with --in-cluster)")
+    r.add_argument("--webhook-port", type=int, default=None,
+                   help="0 picks a free port (default: 0, or 9443 with --in-cluster)")
     r.add_argument("--cert-dir", type=Path, help="serving certificate directory (default: temp)")
     r.add_argument("--health-probe-bind-address", help="host:port for /healthz and /readyz")
     r.add_argument("--metrics-bind-address", help="host:port for /metrics")
@@ -94,6 +112,52 @@ def _parser() -> argparse.ArgumentParser:
                    help="do not keep the Workloads' PodsReady condition, whatever the Kueue "
                         "Configuration says")
     r.add_argument("--log-level", default="INFO")
+    r.add_argument("--log-format", choices=("text", "json"), default="text",
+                   help="json: one JSON object per line (time, level, logger, msg, and the "
+                        "exception when there is one), for log collectors")
+    dep = r.add_argument_group(
+        "deployment", "in the cluster (config/default) or several replicas out of it")
+    dep.add_argument("--in-cluster", action="store_true",
+                     help="run as the in-cluster Deployment: the pod's service account, "
+                          "webhooks on 0.0.0.0:9443 behind the webhook Service, CRDs and "
+                          "webhook configurations left to the manifests, certificates from "
+                          "--cert-management (default internal)")
+    dep.add_argument("--namespace", default=None,
+                     help="the manager's namespace: its Lease and certificate Secret "
+                          f"(default: $POD_NAMESPACE, else {DEFAULT_MANAGER_NAMESPACE})")
+    dep.add_argument("--leader-elect", action="store_true",
+                     help="elect a leader through a Lease: only it runs the controllers; "
+                          "every replica serves the webhooks")
+    dep.add_argument("--leader-election-id", default=DEFAULT_LEADER_ELECTION_ID,
+                     help="the Lease's name (default: %(default)s)")
+    dep.add_argument("--lease-duration", type=float, default=15.0, metavar="SECONDS",
+                     help="how long a replica waits before taking an unrenewed Lease "
+                          "(default: %(default)s)")
+    dep.add_argument("--renew-deadline", type=float, default=10.0, metavar="SECONDS",
+                     help="how long the leader retries renewing before it gives up "
+                          "(default: %(default)s)")
+    dep.add_argument("--retry-period", type=float, default=2.0, metavar="SECONDS",
+                     help="the interval between election attempts (default: %(default)s)")
+    dep.add_argument("--cert-management", choices=CERT_MANAGEMENT_CHOICES, default=None,
+                     help="self-signed: a CA of this process's own (the out-of-cluster "
+                          "default); internal: a CA kept in a Secret shared by the replicas, "
+                          "rotated before expiry, its caBundle patched into the webhook "
+                          "configurations (the in-cluster default); cert-manager (or files): "
+                          "tls.crt/tls.key/ca.crt in --cert-dir, followed when rotated")
+    dep.add_argument("--webhook-url", default=None,
+                     help="register the webhooks at this URL instead of this process's own "
+                          "(a load balancer in front of several replicas); the "
+                          "configurations are then left in place on exit")
+    dep.add_argument("--webhook-service-name", default=DEFAULT_WEBHOOK_SERVICE,
+                     help="the webhook Service (the certificate's DNS names; default: "
+                          "%(default)s)")
+    dep.add_argument("--cert-secret-name", default=DEFAULT_CERT_SECRET,
+                     help="the Secret of --cert-management internal (default: %(default)s)")
+    dep.add_argument("--cert-dns-name", action="append", default=[], metavar="NAME",
+                     help="an extra DNS name of the serving certificate (repeatable)")
+    dep.add_argument("--webhook-configuration-name", default="kueue-jobframework",
+                     help="the Mutating/ValidatingWebhookConfigurations' name (default: "
+                          "%(default)s)")
     r.add_argument("--event-loop", choices=("auto", "asyncio", "uvloop"), default="auto",
                    help="auto: uvloop when installed (pip install 'kueue-jobframework[speed]'"
                         "; about a third less CPU per job, most of it TLS), else asyncio's")
@@ -122,25 +186,57 @@ async def _run(args: argparse.Namespace) -> None:
     # A bad file fails before we connect anywhere.
     kueue_config = (load_configuration(args.kueue_config, namespace=args.kueue_namespace)
                     if args.kueue_config is not None else None)
-    async with await RestClient.from_kubeconfig(args.kubeconfig, args.context) as client:
+    connect = (RestClient.in_cluster() if args.in_cluster and args.kubeconfig is None
+               else RestClient.from_kubeconfig(args.kubeconfig, args.context))
+    async with await connect as client:
         if args.kueue_config_from_cluster:
             kueue_config = await load_configuration_from_configmap(
                 client, args.kueue_namespace, args.kueue_configmap)
-        options = ManagerOptions(
-            integrations=args.integrations, webhook_host=args.webhook_host,
-            webhook_port=args.webhook_port, cert_dir=args.cert_dir,
-            health_probe_bind_address=args.health_probe_bind_address,
-            metrics_bind_address=args.metrics_bind_address,
-            wait_for_pods_ready=args.wait_for_pods_ready,
-            kueue_config=kueue_config, kueue_version=args.kueue_version)
-        await run(client, options, stop)
+        await run(client, manager_options(args, kueue_config), stop)
+
+
+def manager_options(args: argparse.Namespace,
+                    kueue_config: Configuration | None = None) -> ManagerOptions:
+    """The :class:`ManagerOptions` the ``run`` arguments ask for."""
+    namespace = args.namespace or os.environ.get("POD_NAMESPACE") or DEFAULT_MANAGER_NAMESPACE
+    chosen = args.cert_management or ("internal" if args.in_cluster else "self-signed")
+    cert_management: CertManagement = (
+        "files" if chosen in ("cert-manager", "files")
+        else "internal" if chosen == "internal" else "self-signed")
+    in_cluster = bool(args.in_cluster)
+    if cert_management == "files" and args.cert_dir is None and in_cluster:
+        args.cert_dir = DEFAULT_CERT_DIR
+    leader_election = None
+    if args.leader_elect:
+        leader_election = LeaderElectionConfig(
+            name=args.leader_election_id, namespace=namespace,
+            lease_duration=args.lease_duration, renew_deadline=args.renew_deadline,
+            retry_period=args.retry_period)
+    return ManagerOptions(
+        integrations=args.integrations,
+        webhook_host=args.webhook_host or ("0.0.0.0" if in_cluster else "127.0.0.1"),
+        webhook_port=args.webhook_port if args.webhook_port is not None
+        else (9443 if in_cluster else 0),
+        cert_dir=args.cert_dir,
+        health_probe_bind_address=args.health_probe_bind_address,
+        metrics_bind_address=args.metrics_bind_address,
+        wait_for_pods_ready=args.wait_for_pods_ready,
+        kueue_config=kueue_config, kueue_version=args.kueue_version,
+        # In the cluster the manifests install the CRDs and the webhook configurations.
+        install_crds=not in_cluster, register_webhooks=not in_cluster,
+        probe_namespace=None if in_cluster else "default",
+        leader_election=leader_election, webhook_url=args.webhook_url,
+        cert_management=cert_management, namespace=namespace,
+        webhook_service_name=args.webhook_service_name,
+        cert_secret_name=args.cert_secret_name,
+        cert_extra_dns_names=tuple(args.cert_dns_name),
+        webhook_configuration_name=args.webhook_configuration_name)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code."""
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(args.log_level, args.log_format)
     try:
         _runner(args.event_loop)(_run(args))
     except KeyboardInterrupt:

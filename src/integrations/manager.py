@@ -43,7 +43,7 @@ import contextlib
 import logging
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Literal
@@ -69,9 +69,12 @@ from jobframework.integrations import IntegrationManager
 from jobframework.runtime.cache import compose_transforms, intern_strings, strip_managed_fields
 from jobframework.runtime.client import Client
 from jobframework.runtime.errors import NotFound
+from jobframework.runtime.healthz import ping
+from jobframework.runtime.leaderelection import LeaderElectionConfig
 from jobframework.runtime.manager import Manager
 from jobframework.runtime.objects import GVK, Object
 from jobframework.webhook import (
+    CertRotator,
     WebhookResource,
     WebhookServer,
     WebhookSpec,
@@ -97,6 +100,13 @@ VALIDATING_GVK: Final = GVK("admissionregistration.k8s.io", "v1",
                             "ValidatingWebhookConfiguration")
 #: Field manager of the objects this manager applies.
 FIELD_MANAGER: Final = "kueue-jobframework"
+#: Defaults of the in-cluster deployment (``config/default``).
+DEFAULT_MANAGER_NAMESPACE: Final = "kueue-jobframework-system"
+DEFAULT_WEBHOOK_SERVICE: Final = "kueue-jobframework-webhook-service"
+DEFAULT_CERT_SECRET: Final = "kueue-jobframework-webhook-server-cert"
+#: The Lease of ``--leader-elect``.
+DEFAULT_LEADER_ELECTION_ID: Final = "kueue-jobframework.api.practice.com"
+CertManagement = Literal["self-signed", "files", "internal"]
 QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
 
 
@@ -133,6 +143,27 @@ class ManagerOptions:
     kueue_config: Configuration | None = None
     #: The Kueue release we run beside (our version profile, not part of Kueue's document).
     kueue_version: KueueVersion = DEFAULT_KUEUE_VERSION
+    #: Lease-based leader election for several replicas: only the Lease holder runs the
+    #: controllers, every replica serves the webhooks. None: this process leads alone.
+    leader_election: LeaderElectionConfig | None = None
+    #: The URL the API server calls the webhooks at when it is not this process's own
+    #: (a load balancer in front of several replicas). The configurations registered
+    #: point at it and are left in place on stop: the other replicas still serve them.
+    webhook_url: str | None = None
+    #: Where the serving certificate comes from: ``self-signed`` (a CA of this process's
+    #: own, for one process out of the cluster), ``files`` (``tls.crt``/``tls.key``/
+    #: ``ca.crt`` in :attr:`cert_dir`, kept current by cert-manager or the like; followed
+    #: when rotated) or ``internal`` (:class:`~jobframework.webhook.CertRotator`: a CA
+    #: kept in a Secret that every replica shares, as Kueue's internal cert management).
+    cert_management: CertManagement = "self-signed"
+    #: The manager's own namespace: its Lease and its certificate Secret.
+    namespace: str = DEFAULT_MANAGER_NAMESPACE
+    #: The Service in front of the webhooks (the serving certificate's DNS names).
+    webhook_service_name: str = DEFAULT_WEBHOOK_SERVICE
+    #: The Secret the ``internal`` certificate management keeps its CA and cert in.
+    cert_secret_name: str = DEFAULT_CERT_SECRET
+    #: Extra DNS names of the serving certificate (``internal``), e.g. ``localhost``.
+    cert_extra_dns_names: tuple[str, ...] = ()
 
 
 def select_integrations(config: Configuration, requested: Sequence[str] | None = None
@@ -234,6 +265,8 @@ class ExternalFrameworkManager:
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self._task: asyncio.Task[None] | None = None
         self._registered: list[GVK] = []
+        #: The ``internal`` certificate management, once started.
+        self.cert_rotator: CertRotator | None = None
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -251,11 +284,17 @@ class ExternalFrameworkManager:
             await self.install_crds()
         cert_dir = opts.cert_dir
         if cert_dir is None:
+            if opts.cert_management == "files":
+                raise ValueError("cert_management 'files' needs cert_dir (where the "
+                                 "certificate files are mounted)")
             self._tmp = tempfile.TemporaryDirectory(prefix="kueue-jf-webhook-")
             cert_dir = Path(self._tmp.name)
-        hosts = ("127.0.0.1", "localhost") if opts.webhook_host in ("127.0.0.1", "localhost") \
-            else (opts.webhook_host, "127.0.0.1", "localhost")
-        certs = write_serving_certs(cert_dir, hosts)
+        ca_bundle: bytes | None = None
+        if opts.cert_management == "self-signed":
+            hosts = (("127.0.0.1", "localhost")
+                     if opts.webhook_host in ("127.0.0.1", "localhost", "0.0.0.0")
+                     else (opts.webhook_host, "127.0.0.1", "localhost"))
+            ca_bundle = write_serving_certs(cert_dir, hosts).ca_bundle
         server = WebhookServer(host=opts.webhook_host, port=opts.webhook_port, cert_dir=cert_dir,
                                shutdown_timeout=5.0)
         self.webhook_server = server
@@ -270,6 +309,7 @@ class ExternalFrameworkManager:
                       metrics_bind_address=opts.metrics_bind_address,
                       graceful_shutdown_timeout=10.0, cache_sync_timeout=opts.ready_timeout,
                       group_kind_concurrency=concurrency,
+                      leader_election=opts.leader_election,
                       # No reconciler reads managedFields (a third of each object);
                       # equal keys and short values are shared between cached objects.
                       cache_options={"transform": compose_transforms(
@@ -287,24 +327,57 @@ class ExternalFrameworkManager:
         for integration in self.integrations:
             self.wiring[integration.name] = await integration.setup(
                 mgr, webhook_server=server, kueue=kueue)
+        if opts.cert_management == "internal":
+            rotator = CertRotator(
+                self.client, secret_namespace=opts.namespace, secret_name=opts.cert_secret_name,
+                service_name=opts.webhook_service_name, service_namespace=opts.namespace,
+                extra_dns_names=opts.cert_extra_dns_names, cert_dir=cert_dir,
+                mutating_webhooks=(opts.webhook_configuration_name,),
+                validating_webhooks=(opts.webhook_configuration_name,))
+            self.cert_rotator = rotator
+            # Every replica runs it (it needs no leadership): the Secret is shared.
+            mgr.add(rotator)
+            mgr.add_readyz_check("certs", rotator.checker())
         mgr.add_readyz_check("webhook", server.started_checker())
+        # Liveness: answered by the event loop itself, so a wedged loop fails it.
+        mgr.add_healthz_check("ping", ping)
+        self._task = asyncio.create_task(mgr.start(), name="integrations-manager")
+        if opts.cert_management == "internal":
+            await self._until_ready("the serving certificate", rotator.wait_ready())
+            certs = rotator.certificates
+            ca_bundle = certs.ca_bundle if certs is not None else None
+        elif opts.cert_management == "files":
+            ca_bundle = (cert_dir / "ca.crt").read_bytes() if (cert_dir / "ca.crt").exists() \
+                else None
         await server.listen()
         log.info("webhook server listening at %s", server.url())
-        self._task = asyncio.create_task(mgr.start(), name="integrations-manager")
-        elected = asyncio.ensure_future(mgr.elected())
-        done, _ = await asyncio.wait({elected, self._task}, timeout=opts.ready_timeout,
-                                     return_when=asyncio.FIRST_COMPLETED)
-        if self._task in done:
-            elected.cancel()
-            await self._task  # raises the manager's error
-            raise RuntimeError("the manager stopped while starting")
-        if not done:
-            elected.cancel()
-            raise TimeoutError("timed out waiting for the manager's cache to sync")
+        # With leader election a replica may wait long for the Lease: it serves webhooks
+        # meanwhile, and counts as started once its cache has synced.
+        await self._until_ready(
+            "the manager's cache to sync",
+            mgr.get_cache().wait_for_cache_sync() if opts.leader_election else mgr.elected())
         if opts.register_webhooks:
-            await self.register_webhooks(server.url(), certs.ca_bundle)
+            if ca_bundle is None:
+                raise ValueError("no CA bundle to register the webhooks with (cert_dir has "
+                                 "no ca.crt)")
+            await self.register_webhooks(opts.webhook_url or server.url(), ca_bundle)
         log.info("integrations running: %s (webhooks at %s)",
-                 ", ".join(i.name for i in self.integrations), server.url())
+                 ", ".join(i.name for i in self.integrations),
+                 opts.webhook_url or server.url())
+
+    async def _until_ready(self, what: str, waiter: Awaitable[Any]) -> None:
+        """Wait for ``waiter``, failing when the manager stops or time runs out."""
+        assert self._task is not None
+        pending = asyncio.ensure_future(waiter)
+        done, _ = await asyncio.wait({pending, self._task}, timeout=self.options.ready_timeout,
+                                     return_when=asyncio.FIRST_COMPLETED)
+        if pending not in done:
+            pending.cancel()
+            if self._task in done:
+                await self._task  # raises the manager's error
+                raise RuntimeError("the manager stopped while starting")
+            raise TimeoutError(f"timed out waiting for {what}")
+        pending.result()
 
     async def wait(self) -> None:
         """Return when the manager stops (raising its error, if it failed)."""
@@ -374,7 +447,9 @@ class ExternalFrameworkManager:
             if not specs:
                 continue
             config = build(name, specs, ca_bundle=ca_bundle, url=url)
-            self._registered.append(gvk)
+            if self.options.webhook_url is None:
+                # Ours alone: deleted on stop. A shared URL's stay for the other replicas.
+                self._registered.append(gvk)
             await self.client.apply(config, field_manager=FIELD_MANAGER, force=True)
         ns = self.options.probe_namespace
         if ns is None or not mutating:
