@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import logging
 import tempfile
 import time
@@ -83,6 +84,13 @@ from jobframework.webhook import (
     validating_webhook_configuration,
     write_serving_certs,
 )
+from jobframework.webhook.certrotator import (
+    DEFAULT_BUNDLE_PROPAGATION_DELAY,
+    DEFAULT_CA_VALIDITY,
+    DEFAULT_CERT_VALIDITY,
+    DEFAULT_CHECK_INTERVAL,
+    DEFAULT_LOOKAHEAD,
+)
 
 log = logging.getLogger("integrations.manager")
 
@@ -108,6 +116,20 @@ DEFAULT_CERT_SECRET: Final = "kueue-jobframework-webhook-server-cert"
 DEFAULT_LEADER_ELECTION_ID: Final = "kueue-jobframework.api.practice.com"
 CertManagement = Literal["self-signed", "files", "internal"]
 QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
+
+
+@attrs.frozen(kw_only=True)
+class CertRotation:
+    """Timings of the ``internal`` certificate management (Kueue's defaults; shorten
+    them only to watch a rotation happen)."""
+
+    ca_validity: dt.timedelta = DEFAULT_CA_VALIDITY
+    cert_validity: dt.timedelta = DEFAULT_CERT_VALIDITY
+    #: Renew a certificate once it expires within this window.
+    lookahead: dt.timedelta = DEFAULT_LOOKAHEAD
+    check_interval: dt.timedelta = DEFAULT_CHECK_INTERVAL
+    #: How long a new CA is trusted next to the old one before it signs the serving cert.
+    bundle_propagation_delay: dt.timedelta = DEFAULT_BUNDLE_PROPAGATION_DELAY
 
 
 @attrs.frozen(kw_only=True)
@@ -164,6 +186,8 @@ class ManagerOptions:
     cert_secret_name: str = DEFAULT_CERT_SECRET
     #: Extra DNS names of the serving certificate (``internal``), e.g. ``localhost``.
     cert_extra_dns_names: tuple[str, ...] = ()
+    #: Timings of the ``internal`` certificate management.
+    cert_rotation: CertRotation = CertRotation()
 
 
 def select_integrations(config: Configuration, requested: Sequence[str] | None = None
@@ -333,7 +357,12 @@ class ExternalFrameworkManager:
                 service_name=opts.webhook_service_name, service_namespace=opts.namespace,
                 extra_dns_names=opts.cert_extra_dns_names, cert_dir=cert_dir,
                 mutating_webhooks=(opts.webhook_configuration_name,),
-                validating_webhooks=(opts.webhook_configuration_name,))
+                validating_webhooks=(opts.webhook_configuration_name,),
+                ca_validity=opts.cert_rotation.ca_validity,
+                cert_validity=opts.cert_rotation.cert_validity,
+                lookahead=opts.cert_rotation.lookahead,
+                check_interval=opts.cert_rotation.check_interval,
+                bundle_propagation_delay=opts.cert_rotation.bundle_propagation_delay)
             self.cert_rotator = rotator
             # Every replica runs it (it needs no leadership): the Secret is shared.
             mgr.add(rotator)
@@ -351,6 +380,8 @@ class ExternalFrameworkManager:
                 else None
         await server.listen()
         log.info("webhook server listening at %s", server.url())
+        if self.cert_rotator is not None:
+            self.cert_rotator.add_listener(server.cert_watcher.read_certificate)
         # With leader election a replica may wait long for the Lease: it serves webhooks
         # meanwhile, and counts as started once its cache has synced.
         await self._until_ready(

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import signal
 import socket
+import ssl
 import sys
 import time
 import uuid
@@ -25,7 +27,13 @@ import aiohttp
 import pytest
 
 from integrations.jobflow import JOBFLOW_GVK
-from integrations.manager import MUTATING_GVK, VALIDATING_GVK
+from integrations.manager import (
+    MUTATING_GVK,
+    VALIDATING_GVK,
+    CertRotation,
+    ExternalFrameworkManager,
+    ManagerOptions,
+)
 from jobframework.runtime.client.rest import RestClient
 from jobframework.runtime.errors import AlreadyExists, ApiError
 from jobframework.runtime.objects import GVK, Object
@@ -259,3 +267,64 @@ async def _true(value: bool) -> bool:
     return value
 
 
+
+
+async def _served_cert(port: int) -> bytes:
+    """The DER certificate a fresh TLS connection to the webhook port is served."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    _, writer = await asyncio.open_connection("127.0.0.1", port, ssl=ctx,
+                                              server_hostname="localhost")
+    der = writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
+    writer.close()
+    return bytes(der)
+
+
+async def test_certificates_rotate_with_no_failed_admission(client: RestClient) -> None:
+    """Short lifetimes: the serving certificate is renewed several times and the CA once
+    (trusted next to the old one first) while dry-run creates go through the webhooks."""
+    name = f"rot-{uuid.uuid4().hex[:6]}"
+    with contextlib.suppress(AlreadyExists):
+        await client.create({"apiVersion": "v1", "kind": "Namespace",
+                             "metadata": {"name": MANAGER_NS}})
+    port = free_port()
+    rotation = CertRotation(
+        ca_validity=dt.timedelta(seconds=40), cert_validity=dt.timedelta(seconds=16),
+        lookahead=dt.timedelta(seconds=8), check_interval=dt.timedelta(seconds=1),
+        bundle_propagation_delay=dt.timedelta(seconds=2))
+    options = ManagerOptions(
+        integrations=("jobflow",), cert_management="internal", namespace=MANAGER_NS,
+        webhook_service_name=name, cert_secret_name=name, cert_extra_dns_names=("localhost",),
+        webhook_port=port, webhook_url=f"https://localhost:{port}",
+        webhook_configuration_name=name, cert_rotation=rotation)
+    served: set[bytes] = set()
+    bundles: set[str] = set()
+    failures: list[str] = []
+    admitted = 0
+    try:
+        async with ExternalFrameworkManager(client, options):
+            deadline = time.monotonic() + 50
+            while time.monotonic() < deadline:
+                try:
+                    out = await client.create(flow(f"{name}-probe", "user-queue"),
+                                              dry_run=True)
+                    assert out["spec"].get("suspend") is True  # the webhook ran
+                    admitted += 1
+                except ApiError as err:
+                    failures.append(str(err))
+                served.add(await _served_cert(port))
+                hooks = (await client.get(VALIDATING_GVK, name))["webhooks"]
+                bundles.update(h["clientConfig"]["caBundle"] for h in hooks)
+                await asyncio.sleep(0.25)
+    finally:
+        for gvk in (MUTATING_GVK, VALIDATING_GVK):
+            await delete(client, gvk, name, None)
+        await delete(client, SECRET_GVK, name, MANAGER_NS)
+    print(f"{admitted} admissions, {len(failures)} failed; {len(served)} serving certs, "
+          f"{len(bundles)} caBundles seen")
+    assert failures == [], failures[:3]
+    assert admitted > 50
+    assert len(served) >= 3, "the serving certificate was not renewed"
+    # One CA, then old+new, then the new one alone (at least the first two seen).
+    assert len(bundles) >= 2, "the CA was not rotated"

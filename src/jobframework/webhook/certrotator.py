@@ -37,7 +37,7 @@ import binascii
 import datetime as dt
 import logging
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -278,6 +278,7 @@ class CertRotator:
         self.previous_ca_retention = (previous_ca_retention if previous_ca_retention is not None
                                       else check_interval + bundle_propagation_delay)
         self.watch = watch
+        self._listeners: list[Callable[[], object]] = []
         self.cert_name = cert_name
         self.key_name = key_name
         self.ca_file_name = ca_file_name
@@ -309,6 +310,11 @@ class CertRotator:
     async def wait_ready(self) -> None:
         """Return once :attr:`is_ready` (start the webhook server after this)."""
         await self._ready.wait()
+
+    def add_listener(self, callback: Callable[[], object]) -> None:
+        """Call ``callback()`` each time new certificate files are written, e.g. the
+        webhook server's ``cert_watcher.read_certificate`` (so it serves them at once)."""
+        self._listeners.append(callback)
 
     def checker(self) -> Checker:
         """A readiness check (``manager.add_readyz_check``): fails until :attr:`is_ready`."""
@@ -377,6 +383,13 @@ class CertRotator:
             files_written = self._write_files(certs)
             if files_written:
                 log.info("wrote the webhook serving certificate to %s", self.cert_dir)
+                # Serve it now: a server polling its files could keep the one signed by
+                # a retired CA past the moment that CA leaves caBundle.
+                for callback in self._listeners:
+                    try:
+                        callback()
+                    except Exception:
+                        log.exception("a certificate listener failed")
             self._current = certs
             patched = await self._inject(certs.ca_bundle)
             if not self._ready.is_set():

@@ -24,6 +24,8 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 DEFAULT_HOSTS = ("127.0.0.1", "localhost")
 DEFAULT_VALIDITY = dt.timedelta(days=365)
+#: How far back a certificate's validity starts, for clocks behind ours.
+CLOCK_SKEW = dt.timedelta(minutes=5)
 
 
 @attrs.frozen
@@ -41,7 +43,9 @@ class CertificateAuthority:
         """A new self-signed CA (ECDSA P-256)."""
         key = ec.generate_private_key(ec.SECP256R1())
         name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-        start = (now or dt.datetime.now(dt.UTC)) - dt.timedelta(minutes=5)
+        now = now or dt.datetime.now(dt.UTC)
+        # Valid from a little earlier (clocks differ), for ``validity`` from now.
+        start = now - CLOCK_SKEW
         cert = (
             x509.CertificateBuilder()
             .subject_name(name)
@@ -49,7 +53,7 @@ class CertificateAuthority:
             .public_key(key.public_key())
             .serial_number(x509.random_serial_number())
             .not_valid_before(start)
-            .not_valid_after(start + validity)
+            .not_valid_after(now + validity)
             .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
             .add_extension(
                 x509.KeyUsage(
@@ -92,7 +96,9 @@ class CertificateAuthority:
         usages = [ExtendedKeyUsageOID.SERVER_AUTH]
         if client_auth:
             usages.append(ExtendedKeyUsageOID.CLIENT_AUTH)
-        start = (now or dt.datetime.now(dt.UTC)) - dt.timedelta(minutes=5)
+        now = now or dt.datetime.now(dt.UTC)
+        # Valid from a little earlier (clocks differ), for ``validity`` from now.
+        start = now - CLOCK_SKEW
         cert = (
             x509.CertificateBuilder()
             .subject_name(x509.Name([
@@ -102,7 +108,7 @@ class CertificateAuthority:
             .public_key(key.public_key())
             .serial_number(x509.random_serial_number())
             .not_valid_before(start)
-            .not_valid_after(start + validity)
+            .not_valid_after(now + validity)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
             .add_extension(
                 x509.KeyUsage(

@@ -12,6 +12,7 @@ import datetime as dt
 import json
 import logging
 import ssl
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
@@ -49,6 +50,7 @@ from jobframework.webhook.certrotator import (
     NEXT_CA_CERT_KEY,
     PREVIOUS_CA_CERT_KEY,
 )
+from jobframework.webhook.certs import CLOCK_SKEW
 
 NS = "kueue-system"
 SECRET_NAME = "kueue-webhook-server-cert"
@@ -240,8 +242,10 @@ async def test_creates_the_secret_when_missing(
     assert san.get_values_for_type(x509.DNSName) == [DNS, "webhook.example.com"]
     assert ExtendedKeyUsageOID.SERVER_AUTH in leaf.extensions.get_extension_for_class(
         x509.ExtendedKeyUsage).value
-    assert ca.not_valid_after_utc - ca.not_valid_before_utc == DEFAULT_CA_VALIDITY
-    assert leaf.not_valid_after_utc - leaf.not_valid_before_utc == DEFAULT_CERT_VALIDITY
+    # Valid for the whole validity from now (the start is backdated for clock skew).
+    assert ca.not_valid_after_utc - ca.not_valid_before_utc == DEFAULT_CA_VALIDITY + CLOCK_SKEW
+    assert leaf.not_valid_after_utc - leaf.not_valid_before_utc == (
+        DEFAULT_CERT_VALIDITY + CLOCK_SKEW)
     assert ca.not_valid_before_utc <= clock.now() < leaf.not_valid_after_utc
     # Nothing due before the check interval.
     assert result.next_check == DEFAULT_CHECK_INTERVAL
@@ -730,3 +734,18 @@ async def test_start_checks_on_the_clock_and_retries_failures(
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+
+
+async def test_listeners_hear_of_new_files_only() -> None:
+    server = APIServer(ManualClock())
+    client = server.client()
+    await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}})
+    with tempfile.TemporaryDirectory() as tmp:
+        rotator = CertRotator(client, secret_namespace="ns", secret_name="certs",
+                              service_name="svc", cert_dir=tmp, watch=False)
+        heard: list[bytes] = []
+        rotator.add_listener(lambda: heard.append(Path(tmp, "tls.crt").read_bytes()))
+        await rotator.refresh_once()
+        assert len(heard) == 1 and heard[0] == rotator.certificates.serving_cert  # type: ignore[union-attr]
+        await rotator.refresh_once()
+        assert len(heard) == 1, "nothing new written: nobody told"
