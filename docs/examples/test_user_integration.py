@@ -134,8 +134,9 @@ async def start(kueue: KueueStandIn, kueue_manager: KueueManagerFactory) -> Runn
 
 async def test_admitted_runs_on_the_flavor_and_finishes(
     kueue: KueueStandIn, kueue_manager: KueueManagerFactory, kueue_client: InMemoryClient,
-    event_recorder: EventCollector,
+    event_recorder: EventCollector, caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level("INFO")
     run = await start(kueue, kueue_manager)
     created = await kueue_client.create(renderjob("frames", workers=2, cpu="1"))
     assert created["spec"]["suspend"] is True, "the webhook suspends queued jobs"
@@ -163,6 +164,10 @@ async def test_admitted_runs_on_the_flavor_and_finishes(
     assert condition(wl, "Finished") == ("True", "Succeeded", "RenderJob Succeeded")
     assert c.RESOURCE_IN_USE_FINALIZER_NAME not in wl["metadata"].get("finalizers", [])
     assert await kueue.usage("cq") == {}, "a finished Workload holds no quota"
+    # A normal lifecycle logs no error (a Workload created but not yet in the cache is
+    # an info line and a quiet requeue).
+    assert [r.getMessage() for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")] \
+        == []
 
 
 async def test_preempted_by_a_higher_priority_job_and_readmitted(
