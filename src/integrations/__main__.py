@@ -60,7 +60,8 @@ def _integrations(value: str) -> tuple[str, ...]:
     return names
 
 
-def _parser() -> argparse.ArgumentParser:
+def parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m integrations``."""
     parser = argparse.ArgumentParser(prog="python -m integrations",
                                      description="Reference integrations for Kueue.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -235,7 +236,7 @@ def manager_options(args: argparse.Namespace,
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code."""
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
     configure_logging(args.log_level, args.log_format)
     try:
         _runner(args.event_loop)(_run(args))

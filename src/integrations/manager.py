@@ -212,7 +212,7 @@ def select_integrations(config: Configuration, requested: Sequence[str] | None =
     return ours
 
 
-def _webhook_specs(paths: Sequence[str], resources: Sequence[WebhookResource]
+def webhook_specs(paths: Sequence[str], resources: Sequence[WebhookResource]
                    ) -> tuple[list[WebhookSpec], list[WebhookSpec]]:
     """(mutating, validating) specs for controller-runtime style webhook ``paths``
     (``/mutate-<group with dashes>-<version>-<kind>``) of the kinds in ``resources``."""
@@ -469,7 +469,7 @@ class ExternalFrameworkManager:
     async def register_webhooks(self, url: str, ca_bundle: bytes) -> None:
         """Point webhook configurations at ``url`` and prove the path works (dry run)."""
         paths = [p for wiring in self.wiring.values() for p in wiring.webhook_paths]
-        mutating, validating = _webhook_specs(
+        mutating, validating = webhook_specs(
             paths, [r for i in self.integrations for r in i.webhook_resources()])
         name = self.options.webhook_configuration_name
         for gvk, specs, build in ((MUTATING_GVK, mutating, mutating_webhook_configuration),

@@ -28,6 +28,7 @@ from .api import (
     load_samples,
 )
 from .job import AppWrapperJob, AppWrapperMultiKueueAdapter
+from .rbac import RBAC
 from .setup import (
     CALLBACKS,
     FRAMEWORK_NAME,
@@ -50,6 +51,7 @@ __all__ = [
     "FRAMEWORK_NAME",
     "GROUP",
     "PLURAL",
+    "RBAC",
     "USERID_LABEL",
     "USER_LABEL",
     "VERSION",

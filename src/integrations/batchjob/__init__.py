@@ -9,6 +9,7 @@
 """
 
 from .job import FRAMEWORK_NAME, JOB_GVK, BatchJob, parse_indexes, terminal_indexes_count
+from .rbac import RBAC
 from .setup import (
     CALLBACKS,
     EXTERNAL_FRAMEWORK_NAME,
@@ -29,6 +30,7 @@ __all__ = [
     "EXTERNAL_FRAMEWORK_NAME",
     "FRAMEWORK_NAME",
     "JOB_GVK",
+    "RBAC",
     "BatchJob",
     "BatchJobSetup",
     "BatchJobWebhook",

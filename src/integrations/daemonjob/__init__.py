@@ -34,6 +34,7 @@ from .api import (
 from .controller import DaemonJobReconciler, setup_controllers
 from .job import DaemonJobJob
 from .nodes import Eligibility, Ineligible, eligible_nodes, pin_to_node
+from .rbac import RBAC
 from .setup import (
     CALLBACKS,
     FRAMEWORK_NAME,
@@ -61,6 +62,7 @@ __all__ = [
     "NODE_GVK",
     "NODE_LABEL",
     "POD_SET_NAME",
+    "RBAC",
     "VERSION",
     "ConditionType",
     "DaemonJobJob",

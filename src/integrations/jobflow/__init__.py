@@ -29,6 +29,7 @@ from .api import (
 )
 from .controller import JobFlowReconciler, JobTemplateReconciler, setup_controllers
 from .job import JobFlowJob
+from .rbac import RBAC
 from .setup import (
     CALLBACKS,
     FRAMEWORK_NAME,
@@ -60,6 +61,7 @@ __all__ = [
     "JOBTEMPLATE_GVK",
     "JOB_GVK",
     "MAX_FLOWS",
+    "RBAC",
     "VERSION",
     "ConditionType",
     "Flow",

@@ -15,7 +15,7 @@ from integrations.catalog import (
     reference_integration,
     reference_integrations,
 )
-from integrations.manager import _webhook_specs
+from integrations.manager import webhook_specs
 from jobframework.runtime.objects import GVK
 
 
@@ -67,7 +67,7 @@ def test_webhook_specs_from_paths_and_crds() -> None:
     paths = ["/mutate-api-practice-com-v1alpha1-jobflow",
              "/validate-api-practice-com-v1alpha1-jobflow",
              "/validate-api-practice-com-v1alpha1-jobtemplate"]
-    mutating, validating = _webhook_specs(paths, resources)
+    mutating, validating = webhook_specs(paths, resources)
     assert [s.name for s in mutating] == ["mjobflow.api.practice.com"]
     assert [s.name for s in validating] == ["vjobflow.api.practice.com",
                                             "vjobtemplate.api.practice.com"]
@@ -81,7 +81,7 @@ def test_webhook_specs_from_paths_and_crds() -> None:
 def test_webhook_path_of_an_unknown_kind_is_an_error() -> None:
     resources = reference_integration("jobflow").webhook_resources()
     with pytest.raises(ValueError, match="/validate-example-com-v1-widget"):
-        _webhook_specs(["/validate-example-com-v1-widget"], resources)
+        webhook_specs(["/validate-example-com-v1-widget"], resources)
 
 
 def test_batchjob_surface_and_its_webhooks_skip_system_namespaces() -> None:
@@ -94,7 +94,7 @@ def test_batchjob_surface_and_its_webhooks_skip_system_namespaces() -> None:
     assert bj.probe_object("ns1")["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "probe"
     assert "batchjob" not in DEFAULT_INTEGRATIONS
     assert by_framework_name(["Job.v1.batch"]) == ["batchjob"]
-    mutating, validating = _webhook_specs(
+    mutating, validating = webhook_specs(
         ["/mutate-batch-v1-job", "/validate-batch-v1-job"], bj.webhook_resources())
     # Webhook names need three DNS labels: a one-label group gets our domain.
     assert [s.name for s in mutating + validating] == [

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from integrations.__main__ import _parser, manager_options
+from integrations.__main__ import manager_options, parser
 from integrations._logging import JsonFormatter
 from integrations.manager import (
     DEFAULT_CERT_SECRET,
@@ -21,7 +21,7 @@ from jobframework.webhook.server import DEFAULT_CERT_DIR
 
 
 def options(*argv: str) -> ManagerOptions:
-    return manager_options(_parser().parse_args(["run", *argv]))
+    return manager_options(parser().parse_args(["run", *argv]))
 
 
 def test_out_of_cluster_defaults_are_unchanged() -> None:

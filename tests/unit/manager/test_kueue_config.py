@@ -10,7 +10,7 @@ from typing import Any
 import attrs
 import pytest
 
-from integrations.__main__ import _parser, main
+from integrations.__main__ import main, parser
 from integrations.catalog import DEFAULT_INTEGRATIONS, FRAMEWORK_NAMES, Wiring
 from integrations.manager import ExternalFrameworkManager, ManagerOptions, select_integrations
 from jobframework.config import (
@@ -39,7 +39,7 @@ def config(**fields: Any) -> Configuration:
 
 
 def test_cli_defaults_keep_todays_behaviour() -> None:
-    args = _parser().parse_args(["run"])
+    args = parser().parse_args(["run"])
     assert args.kueue_config is None
     assert args.kueue_config_from_cluster is False
     assert args.integrations is None
@@ -50,14 +50,14 @@ def test_cli_defaults_keep_todays_behaviour() -> None:
 
 
 def test_cli_kueue_config_flags() -> None:
-    args = _parser().parse_args(["run", "--kueue-config", "/etc/kueue.yaml",
+    args = parser().parse_args(["run", "--kueue-config", "/etc/kueue.yaml",
                                  "--kueue-version", "main", "--no-wait-for-pods-ready",
                                  "--integrations", "jobflow"])
     assert args.kueue_config == Path("/etc/kueue.yaml")
     assert args.kueue_version is KueueVersion.MAIN
     assert args.wait_for_pods_ready is False
     assert args.integrations == ("jobflow",)
-    args = _parser().parse_args(["run", "--kueue-config-from-cluster",
+    args = parser().parse_args(["run", "--kueue-config-from-cluster",
                                  "--kueue-namespace", "k", "--kueue-configmap", "cm"])
     assert (args.kueue_config_from_cluster, args.kueue_namespace, args.kueue_configmap) == (
         True, "k", "cm")
@@ -65,13 +65,13 @@ def test_cli_kueue_config_flags() -> None:
 
 def test_cli_file_and_cluster_are_exclusive(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
-        _parser().parse_args(["run", "--kueue-config", "x", "--kueue-config-from-cluster"])
+        parser().parse_args(["run", "--kueue-config", "x", "--kueue-config-from-cluster"])
     assert "not allowed with argument" in capsys.readouterr().err
 
 
 def test_cli_help_documents_the_configuration(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
-        _parser().parse_args(["run", "--help"])
+        parser().parse_args(["run", "--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert "--kueue-config PATH" in out
     assert "--kueue-config-from-cluster" in out

@@ -1,0 +1,64 @@
+"""The API access of the AppWrapper integration (its RBAC markers).
+
+- ``appwrappers``: the controller's ``For`` and the Kueue-managed kind
+  (:func:`~jobframework.reconciler_rbac.job_rbac`): updated (its finalizer), status
+  patched; ``appwrappers/finalizers``: the components' controller references block owner
+  deletion;
+- ``pods``: watched and listed (counted per phase), deleted (forceful deletion);
+- ``nodes``: the Autopilot node monitor's watch (on by default);
+- ``authorization.k8s.io`` ``subjectaccessreviews``: created by the webhook's user RBAC
+  check (``user_rbac_admission_check``, on by default);
+- the wrapped components: created, read back from the API server (not the cache) and
+  deleted, for each kind of :data:`COMPONENT_RESOURCES`. An AppWrapper may wrap any kind;
+  the controller can create only those its ServiceAccount is granted, so a cluster that
+  wraps other kinds adds them (:func:`component_rbac`);
+- the controller's events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Final
+
+from jobframework.rbac import READ, PolicyRule, rule
+from jobframework.reconciler_rbac import EVENTS_RBAC, job_rbac
+
+from .api import APPWRAPPER_GVK, PLURAL
+
+__all__ = ["COMPONENT_RESOURCES", "COMPONENT_VERBS", "RBAC", "component_rbac"]
+
+#: (group, resource) of the component kinds granted by default: those whose PodSets are
+#: inferred (:data:`~integrations.appwrapper.podsets.INFERABLE_GVKS`) and Services.
+COMPONENT_RESOURCES: Final[tuple[tuple[str, str], ...]] = (
+    ("", "pods"),
+    ("", "services"),
+    ("apps", "deployments"),
+    ("apps", "statefulsets"),
+    ("batch", "jobs"),
+    ("jobset.x-k8s.io", "jobsets"),
+    ("kubeflow.org", "pytorchjobs"),
+    ("ray.io", "rayclusters"),
+    ("ray.io", "rayjobs"),
+)
+#: What the controller does to a component.
+COMPONENT_VERBS: Final = ("get", "create", "delete")
+
+
+def component_rbac(resources: Iterable[tuple[str, str]] = COMPONENT_RESOURCES
+                   ) -> tuple[PolicyRule, ...]:
+    """The grants to create, read back and delete components of ``resources``
+    ((group, plural) pairs)."""
+    return tuple(rule(groups=group, resources=resource, verbs=COMPONENT_VERBS)
+                 for group, resource in resources)
+
+
+#: Everything the AppWrapper controllers, webhook and Kueue adapter need (the generic
+#: reconciler's kind-independent rules are :data:`jobframework.reconciler_rbac.RBAC`).
+RBAC: Final[tuple[PolicyRule, ...]] = (
+    *job_rbac(APPWRAPPER_GVK, PLURAL),
+    rule(groups="", resources="pods", verbs=(*READ, "delete")),
+    rule(groups="", resources="nodes", verbs=READ),
+    rule(groups="authorization.k8s.io", resources="subjectaccessreviews", verbs="create"),
+    *component_rbac(),
+    *EVENTS_RBAC,
+)

@@ -1,0 +1,162 @@
+"""The RBAC of an in-cluster deployment, gathered from the declarations in the code.
+
+What the manager process needs for itself (its markers; in-cluster mode installs no CRDs
+and creates no webhook configurations, the manifests do):
+
+- :data:`LEADER_ELECTION_RBAC`: its Lease (``--leader-elect``), in its own namespace:
+  read, created by the first replica, updated to renew and to release it;
+- :func:`cert_rbac`: the Secret in which ``--cert-management internal``
+  (:class:`~jobframework.webhook.CertRotator`) keeps the CA and serving certificate, in
+  its own namespace: created, and by name read, watched and updated;
+- :func:`webhook_configuration_rbac`: its two webhook configurations, by name: read,
+  watched, and updated to set their ``caBundle`` (the same rotator);
+- :func:`kueue_config_rbac`: reading Kueue's ConfigMap, by name, in Kueue's namespace
+  (``--kueue-config-from-cluster``);
+- the event recorder's rules.
+
+A watch of one object (``fieldSelector=metadata.name=<name>``) is authorized against
+``resourceNames`` as a get is, which is what lets these grants name their objects;
+``create`` cannot be restricted by name.
+
+:func:`rules_for` adds the generic reconciler's (:data:`jobframework.reconciler_rbac.RBAC`)
+and each integration's own ``RBAC``; :func:`rbac_objects` renders them for one
+ServiceAccount.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from typing import Final
+
+from integrations.catalog import MODULES
+from integrations.manager import DEFAULT_CERT_SECRET, ManagerOptions
+from jobframework import reconciler_rbac
+from jobframework.config import DEFAULT_CONFIGMAP_NAME, DEFAULT_NAMESPACE
+from jobframework.rbac import (
+    MANAGER_NAMESPACE,
+    PolicyRule,
+    cluster_role,
+    cluster_role_binding,
+    cluster_rules,
+    namespaced_rules,
+    role,
+    role_binding,
+    rule,
+)
+from jobframework.runtime.objects import Object
+
+__all__ = [
+    "LEADER_ELECTION_RBAC",
+    "WEBHOOK_CONFIGURATION_NAME",
+    "cert_rbac",
+    "integration_rbac",
+    "kueue_config_rbac",
+    "manager_rbac",
+    "rbac_objects",
+    "rules_for",
+    "webhook_configuration_rbac",
+]
+
+#: The name of both webhook configurations (the manager's default).
+WEBHOOK_CONFIGURATION_NAME: Final = ManagerOptions().webhook_configuration_name
+
+#: The leader-election Lease, in the manager's namespace.
+LEADER_ELECTION_RBAC: Final[tuple[PolicyRule, ...]] = (
+    rule(groups="coordination.k8s.io", resources="leases", verbs=("get", "create", "update"),
+         namespace=MANAGER_NAMESPACE),
+)
+
+
+def cert_rbac(secret_name: str = DEFAULT_CERT_SECRET) -> tuple[PolicyRule, ...]:
+    """The Secret ``secret_name`` of the self-managed serving certificate, in the
+    manager's namespace: created, read, watched and updated."""
+    return (
+        rule(groups="", resources="secrets", verbs="create", namespace=MANAGER_NAMESPACE),
+        rule(groups="", resources="secrets", verbs=("get", "watch", "update"),
+             resource_names=secret_name, namespace=MANAGER_NAMESPACE),
+    )
+
+
+def webhook_configuration_rbac(name: str = WEBHOOK_CONFIGURATION_NAME
+                               ) -> tuple[PolicyRule, ...]:
+    """The Mutating/ValidatingWebhookConfigurations named ``name``: read, watched and
+    updated (their ``caBundle``)."""
+    return (rule(groups="admissionregistration.k8s.io",
+                 resources=("mutatingwebhookconfigurations",
+                            "validatingwebhookconfigurations"),
+                 verbs=("get", "watch", "update"), resource_names=name),)
+
+
+def kueue_config_rbac(namespace: str = DEFAULT_NAMESPACE,
+                      configmap: str = DEFAULT_CONFIGMAP_NAME) -> tuple[PolicyRule, ...]:
+    """Read Kueue's ConfigMap ``configmap`` in ``namespace`` (one uncached get)."""
+    return (rule(groups="", resources="configmaps", verbs="get", resource_names=configmap,
+                 namespace=namespace),)
+
+
+def manager_rbac(*, kueue_namespace: str = DEFAULT_NAMESPACE,
+                 kueue_configmap: str = DEFAULT_CONFIGMAP_NAME,
+                 webhook_configuration_name: str = WEBHOOK_CONFIGURATION_NAME
+                 ) -> tuple[PolicyRule, ...]:
+    """What the manager process needs for itself in-cluster (see the module docstring)."""
+    return (*LEADER_ELECTION_RBAC, *cert_rbac(),
+            *webhook_configuration_rbac(webhook_configuration_name),
+            *kueue_config_rbac(kueue_namespace, kueue_configmap),
+            *reconciler_rbac.EVENTS_RBAC)
+
+
+def integration_rbac(name: str) -> tuple[PolicyRule, ...]:
+    """The ``RBAC`` the integration ``name`` (a key of
+    :data:`~integrations.catalog.MODULES`) declares."""
+    try:
+        module_name = MODULES[name]
+    except KeyError:
+        raise ValueError(f"unknown integration {name!r}; known: {', '.join(MODULES)}") from None
+    rules = getattr(importlib.import_module(module_name), "RBAC", None)
+    if not isinstance(rules, tuple) or not all(isinstance(r, PolicyRule) for r in rules):
+        raise TypeError(f"integration {name!r} does not export RBAC (a tuple of PolicyRule)")
+    return rules
+
+
+def rules_for(integrations: Sequence[str], *, kueue_namespace: str = DEFAULT_NAMESPACE,
+              kueue_configmap: str = DEFAULT_CONFIGMAP_NAME,
+              webhook_configuration_name: str = WEBHOOK_CONFIGURATION_NAME
+              ) -> tuple[PolicyRule, ...]:
+    """Every rule a manager running ``integrations`` needs (not merged): the manager's own,
+    the generic reconciler's and each integration's."""
+    out: list[PolicyRule] = [*manager_rbac(kueue_namespace=kueue_namespace,
+                                           kueue_configmap=kueue_configmap,
+                                           webhook_configuration_name=webhook_configuration_name),
+                             *reconciler_rbac.RBAC]
+    for name in dict.fromkeys(integrations):
+        out.extend(integration_rbac(name))
+    return tuple(out)
+
+
+def rbac_objects(rules: Sequence[PolicyRule], *, prefix: str, namespace: str,
+                 service_account: str, labels: dict[str, str] | None = None) -> list[Object]:
+    """The ClusterRole and ClusterRoleBinding of the cluster-wide rules; a Role and
+    RoleBinding per namespace of the namespaced ones (``<prefix>-manager-role``); the
+    Lease rules (:data:`LEADER_ELECTION_RBAC`) in a Role of their own
+    (``<prefix>-leader-election-role``). All bound to ``service_account`` of
+    ``namespace`` (the manager's)."""
+    leader = set(LEADER_ELECTION_RBAC)
+    manager_role = f"{prefix}-manager-role"
+    out: list[Object] = [
+        cluster_role(manager_role, cluster_rules(rules), labels=labels),
+        cluster_role_binding(f"{prefix}-manager-rolebinding", manager_role, service_account,
+                             namespace, labels=labels),
+    ]
+    for ns, scoped in namespaced_rules([r for r in rules if r not in leader],
+                                       namespace).items():
+        out.append(role(manager_role, ns, scoped, labels=labels))
+        out.append(role_binding(f"{prefix}-manager-rolebinding", ns, manager_role,
+                                service_account, namespace, labels=labels))
+    election = namespaced_rules([r for r in rules if r in leader], namespace)
+    for ns, scoped in election.items():
+        out.append(role(f"{prefix}-leader-election-role", ns, scoped, labels=labels))
+        out.append(role_binding(f"{prefix}-leader-election-rolebinding", ns,
+                                f"{prefix}-leader-election-role", service_account, namespace,
+                                labels=labels))
+    return out
