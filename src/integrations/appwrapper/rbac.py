@@ -55,7 +55,8 @@ def component_rbac(resources: Iterable[tuple[str, str]] = COMPONENT_RESOURCES
 #: Everything the AppWrapper controllers, webhook and Kueue adapter need (the generic
 #: reconciler's kind-independent rules are :data:`jobframework.reconciler_rbac.RBAC`).
 RBAC: Final[tuple[PolicyRule, ...]] = (
-    *job_rbac(APPWRAPPER_GVK, PLURAL),
+    # Its controller patches its status.
+    *job_rbac(APPWRAPPER_GVK, PLURAL, status_verbs=("patch",)),
     rule(groups="", resources="pods", verbs=(*READ, "delete")),
     rule(groups="", resources="nodes", verbs=READ),
     rule(groups="authorization.k8s.io", resources="subjectaccessreviews", verbs="create"),

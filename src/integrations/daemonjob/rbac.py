@@ -25,7 +25,8 @@ __all__ = ["RBAC"]
 #: Everything the DaemonJob controller, webhook and Kueue adapter need (the generic
 #: reconciler's kind-independent rules are :data:`jobframework.reconciler_rbac.RBAC`).
 RBAC: Final[tuple[PolicyRule, ...]] = (
-    *job_rbac(DAEMONJOB_GVK, "daemonjobs"),
+    # Updated (the nodes annotation repair); its controller updates its status.
+    *job_rbac(DAEMONJOB_GVK, "daemonjobs", status_verbs=("update",)),
     rule(groups="", resources="nodes", verbs=READ),
     rule(groups="batch", resources="jobs", verbs=(*READ, "create", "update", "delete")),
     rule(groups="batch", resources="jobs/status", verbs="update"),

@@ -26,7 +26,8 @@ __all__ = ["RBAC"]
 #: Everything the JobFlow controllers and its Kueue adapter need (the generic
 #: reconciler's kind-independent rules are :data:`jobframework.reconciler_rbac.RBAC`).
 RBAC: Final[tuple[PolicyRule, ...]] = (
-    *job_rbac(JOBFLOW_GVK, "jobflows"),
+    # Its adapter patches it; its controller updates its status.
+    *job_rbac(JOBFLOW_GVK, "jobflows", update=False, status_verbs=("update",)),
     rule(groups=GROUP, resources="jobtemplates", verbs=READ),
     rule(groups=GROUP, resources="jobtemplates/status", verbs="update"),
     rule(groups="batch", resources="jobs", verbs=(*READ, "create", "update")),

@@ -148,3 +148,10 @@ def test_job_rbac() -> None:
         {"apiGroups": ["x.io"], "resources": ["things/finalizers"], "verbs": ["update"]},
         {"apiGroups": ["x.io"], "resources": ["things/status"], "verbs": ["update", "patch"]},
     ]
+    narrow = merge_rules(job_rbac(GVK("x.io", "v1", "Thing"), "things", update=False,
+                                  status_verbs=()))
+    assert [r.to_dict() for r in narrow] == [
+        {"apiGroups": ["x.io"], "resources": ["things"],
+         "verbs": ["get", "list", "watch", "patch", "delete"]},
+        {"apiGroups": ["x.io"], "resources": ["things/finalizers"], "verbs": ["update"]},
+    ]

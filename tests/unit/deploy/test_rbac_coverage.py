@@ -43,16 +43,8 @@ EXPECTED_UNUSED: dict[tuple[str, str, str], str] = {
        for group, plural in (("api.practice.com", "jobflows"),
                              ("api.practice.com", "daemonjobs"),
                              ("workload.codeflare.dev", "appwrappers"), ("batch", "jobs"))},
-    ("api.practice.com", "jobflows", "update"):
-        "job_rbac grants the job kind update; the JobFlow code patches it",
     ("api.practice.com", "daemonjobs", "update"):
         "the controller's repair of a DaemonJob without its nodes annotation",
-    ("api.practice.com", "jobflows/status", "patch"):
-        "job_rbac grants the status update and patch; the JobFlow controller updates",
-    ("api.practice.com", "daemonjobs/status", "patch"):
-        "job_rbac grants the status update and patch; the DaemonJob controller updates",
-    ("workload.codeflare.dev", "appwrappers/status", "update"):
-        "job_rbac grants the status update and patch; the AppWrapper controller patches",
 }
 
 RULES = merge_rules(rules_for(list(MODULES)))
