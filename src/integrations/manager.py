@@ -319,10 +319,6 @@ class ExternalFrameworkManager:
                      if opts.webhook_host in ("127.0.0.1", "localhost", "0.0.0.0")
                      else (opts.webhook_host, "127.0.0.1", "localhost"))
             ca_bundle = write_serving_certs(cert_dir, hosts).ca_bundle
-        server = WebhookServer(host=opts.webhook_host, port=opts.webhook_port, cert_dir=cert_dir,
-                               shutdown_timeout=5.0)
-        self.webhook_server = server
-
         im = IntegrationManager()
         for integration in self.integrations:
             integration.register(im)
@@ -339,6 +335,10 @@ class ExternalFrameworkManager:
                       cache_options={"transform": compose_transforms(
                           strip_managed_fields, intern_strings)})
         self.manager = mgr
+        # Its controller_runtime_webhook_* metrics are served with the manager's.
+        server = WebhookServer(host=opts.webhook_host, port=opts.webhook_port, cert_dir=cert_dir,
+                               shutdown_timeout=5.0, metrics_registry=mgr.get_metrics().registry)
+        self.webhook_server = server
         ours = {i.framework_name for i in self.integrations}
         for kind_arg in self.kueue_config.external_frameworks():
             if kind_arg not in ours:

@@ -194,6 +194,12 @@ async def test_leader_killed_mid_run_survivor_takes_over_and_nothing_is_lost(
     leader = await eventually("a leader", one_leader, 60)
     survivor = reps[1 - leader.index]
     assert not await survivor.leading()
+    # controller-runtime's metric names, the webhook's, and Kueue's job metrics.
+    _, text = await leader.get("/metrics")
+    for metric in ("controller_runtime_reconcile_total", "workqueue_depth",
+                   "controller_runtime_webhook_requests_total",
+                   "leader_election_master_status", "kueue_workload_creation_latency_seconds"):
+        assert f"# TYPE {metric} " in text, f"{metric} not served"
 
     refused: list[str] = []
     names: list[str] = []
