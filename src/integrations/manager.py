@@ -67,6 +67,7 @@ from jobframework.config import (
 )
 from jobframework.constants import DEFAULT_KUEUE_VERSION, KueueVersion
 from jobframework.integrations import IntegrationManager
+from jobframework.queuelookup import CachedQueueLookup
 from jobframework.runtime.cache import compose_transforms, intern_strings, strip_managed_fields
 from jobframework.runtime.client import Client
 from jobframework.runtime.errors import NotFound
@@ -348,6 +349,11 @@ class ExternalFrameworkManager:
                                         integration_manager=im)
         if opts.wait_for_pods_ready is not None:
             kueue = attrs.evolve(kueue, wait_for_pods_ready=opts.wait_for_pods_ready)
+        if kueue.queues is None:
+            # The webhooks hand a job to MultiKueue when its queue requires MultiKueue's
+            # admission check (ApplyDefaultForManagedBy): they read the queues from here.
+            kueue = attrs.evolve(kueue, queues=await CachedQueueLookup.for_cache(
+                mgr.get_cache()))
         for integration in self.integrations:
             self.wiring[integration.name] = await integration.setup(
                 mgr, webhook_server=server, kueue=kueue)

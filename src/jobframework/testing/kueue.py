@@ -90,6 +90,7 @@ RESOURCE_FLAVOR_GVK = wlpkg.RESOURCE_FLAVOR_GVK
 WORKLOAD_PRIORITY_CLASS_GVK = wlpkg.WORKLOAD_PRIORITY_CLASS_GVK
 CLUSTER_QUEUE_GVK = GVK(c.KUEUE_GROUP, c.KUEUE_VERSION, "ClusterQueue")
 LOCAL_QUEUE_GVK = GVK(c.KUEUE_GROUP, c.KUEUE_VERSION, "LocalQueue")
+ADMISSION_CHECK_GVK = GVK(c.KUEUE_GROUP, c.KUEUE_VERSION, "AdmissionCheck")
 
 #: Kueue's kinds the stand-in serves: (GVK, plural, namespaced, status subresource).
 KUEUE_KINDS: tuple[tuple[GVK, str, bool, bool], ...] = (
@@ -98,6 +99,7 @@ KUEUE_KINDS: tuple[tuple[GVK, str, bool, bool], ...] = (
     (CLUSTER_QUEUE_GVK, "clusterqueues", False, True),
     (LOCAL_QUEUE_GVK, "localqueues", True, True),
     (WORKLOAD_PRIORITY_CLASS_GVK, "workloadpriorityclasses", False, False),
+    (ADMISSION_CHECK_GVK, "admissionchecks", False, True),
 )
 
 #: ``HumanReadablePreemptionReasons`` of Kueue's preemptor.

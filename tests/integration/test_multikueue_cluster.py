@@ -1,0 +1,136 @@
+"""Our integrations under MultiKueue: one manager cluster, two workers, all real.
+
+``jobframework.testing.cluster.multikueue`` starts three local control planes (each with
+its own Kueue), connects the manager's Kueue to the workers (MultiKueueClusters, a
+MultiKueueConfig, the MultiKueue AdmissionCheck on a ClusterQueue of its own) and our
+manager runs on every cluster. A job created on the manager cluster in that queue is
+handed to MultiKueue by our webhook (``spec.managedBy``), admitted on the manager,
+dispatched by Kueue's generic adapter for external frameworks to exactly one worker,
+where our controllers run it; its status comes back to the manager cluster, and the
+job finishes on both sides with no copy left on any worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from integrations.catalog import reference_integration
+from integrations.manager import ExternalFrameworkManager, ManagerOptions
+from jobframework.runtime.client.rest import RestClient
+from jobframework.runtime.objects import GVK
+from jobframework.testing.cluster import cache_root
+from jobframework.testing.cluster.multikueue import (
+    LOCAL_QUEUE,
+    MULTIKUEUE_CONTROLLER,
+    MultiKueueClusters,
+    MultiKueueEnvironment,
+    clients,
+    configure,
+)
+
+from .helpers import JOB_GVK, NS, POD_GVK, eventually, is_true, workload_of
+from .test_appwrapper_cluster import AW_GVK, appwrapper, phase, wrapped_job
+
+pytestmark = [pytest.mark.cluster, pytest.mark.asyncio(loop_scope="module")]
+
+#: The integrations whose jobs go through MultiKueue here.
+INTEGRATIONS = ("appwrapper",)
+
+
+@pytest.fixture(scope="module")
+def multikueue_clusters(request: pytest.FixtureRequest) -> Any:
+    """The manager and two workers, for this module."""
+    root = cache_root() / "clusters" / f"pytest-{os.getpid()}-mk"
+    env = MultiKueueEnvironment(root)
+    started = time.monotonic()
+    clusters = env.up()
+    print(f"\nmultikueue clusters up in {time.monotonic() - started:.1f}s")
+    failed_before = request.session.testsfailed
+    try:
+        yield clusters
+    finally:
+        env.down()
+        if request.session.testsfailed == failed_before:
+            shutil.rmtree(root, ignore_errors=True)
+        else:
+            print(f"\nmultikueue cluster logs kept in {root}/*/logs")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def envs(multikueue_clusters: MultiKueueClusters
+               ) -> AsyncIterator[tuple[RestClient, dict[str, RestClient]]]:
+    """Clients of the manager and the workers; MultiKueue configured; our manager
+    running on every cluster."""
+    async with clients(multikueue_clusters) as (manager, workers), \
+            contextlib.AsyncExitStack() as stack:
+        for client in (manager, *workers.values()):
+            await stack.enter_async_context(ExternalFrameworkManager(
+                client, ManagerOptions(integrations=INTEGRATIONS)))
+        # Kueue watches every kind of multiKueue.externalFrameworks on each worker.
+        crds = [crd for name in ("jobflow", "daemonjob", "appwrapper")
+                for crd in reference_integration(name).load_crds()]
+        await configure(manager, multikueue_clusters.workers, workers, crds=crds)
+        yield manager, workers
+
+
+async def _names_on(client: RestClient, gvk: GVK) -> set[str]:
+    return {o["metadata"]["name"] for o in (await client.list(gvk, namespace=NS)).items}
+
+
+async def test_appwrapper_runs_on_one_worker_and_finishes_on_both_sides(
+        envs: tuple[RestClient, dict[str, RestClient]]) -> None:
+    manager, workers = envs
+    aw = appwrapper("mk-aw", LOCAL_QUEUE, [wrapped_job("mk-aw-job", cpu="200m", run="4s")])
+    created = await manager.create(aw)
+    assert created["spec"].get("managedBy") == MULTIKUEUE_CONTROLLER, (
+        "our webhook hands a job in a MultiKueue queue to MultiKueue")
+    seen_on: set[str] = set()
+
+    async def watch_workers() -> None:
+        while True:
+            for name, client in workers.items():
+                if "mk-aw" in await _names_on(client, AW_GVK):
+                    seen_on.add(name)
+            await asyncio.sleep(0.2)
+
+    watcher = asyncio.create_task(watch_workers())
+    try:
+        async def finished() -> bool:
+            obj = await manager.get(AW_GVK, "mk-aw", namespace=NS)
+            wl = await workload_of(manager, obj)
+            return phase(obj) == "Succeeded" and wl is not None and is_true(wl, "Finished")
+
+        await eventually("the AppWrapper to succeed on the manager cluster", finished, 180)
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
+    assert len(seen_on) == 1, f"the AppWrapper ran on {sorted(seen_on) or 'no worker'}"
+    (worker,) = seen_on
+    obj = await manager.get(AW_GVK, "mk-aw", namespace=NS)
+    wl = await workload_of(manager, obj)
+    assert wl is not None
+    (check,) = wl["status"]["admissionChecks"]
+    assert check["state"] == "Ready" and f'"{worker}"' in check["message"], check
+    # Nothing ran on the manager cluster: its AppWrapper controller left the job alone.
+    assert "mk-aw-job" not in await _names_on(manager, JOB_GVK)
+    assert not [p for p in (await manager.list(POD_GVK, namespace=NS)).items
+                if p["metadata"]["name"].startswith("mk-aw-job")]
+
+    async def no_copy_left() -> bool:
+        return all(["mk-aw" not in await _names_on(client, AW_GVK)
+                    for client in workers.values()])
+
+    await eventually("the worker's copy to be removed", no_copy_left, 120)
+    await manager.delete(AW_GVK, "mk-aw", namespace=NS)
+
+
