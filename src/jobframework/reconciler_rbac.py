@@ -13,7 +13,9 @@ the job kind's own. Where each grant comes from:
 - ``workloadpriorityclasses``, ``priorityclasses``: a Workload's priority (the reconciler,
   and the webhook's ``default`` WorkloadPriorityClass);
 - ``localqueues``: the LocalQueue metrics' filter (:mod:`jobframework.metrics`);
-- ``admissionchecks``: MultiKueue's "not run locally" check
+- ``localqueues``, ``clusterqueues``, ``admissionchecks``: also the webhooks' managedBy
+  defaulting (:class:`~jobframework.queuelookup.CachedQueueLookup`: does the job's queue
+  require MultiKueue's admission check?) and MultiKueue's "not run locally" check
   (:func:`~jobframework.multikueue.should_skip_local_execution`);
 - ``namespaces``: ``managedJobsNamespaceSelector`` (the reconciler and the webhook);
 - ``events.k8s.io`` ``events``: the recorder (create, and patch of a repeated event's
@@ -45,7 +47,7 @@ RBAC: Final[tuple[PolicyRule, ...]] = (
     rule(groups=c.KUEUE_GROUP, resources="workloads/status", verbs="patch"),
     rule(groups=c.KUEUE_GROUP,
          resources=("resourceflavors", "workloadpriorityclasses", "localqueues",
-                    "admissionchecks"),
+                    "clusterqueues", "admissionchecks"),
          verbs=READ),
     rule(groups="scheduling.k8s.io", resources="priorityclasses", verbs=READ),
     rule(groups="", resources="namespaces", verbs=READ),

@@ -78,9 +78,6 @@ UNUSED_ON_A_CLUSTER: dict[tuple[str, str, str], str] = {
         "the serving certificate is renewed only within its lookahead (90 days)",
     ("kueue.x-k8s.io", "workloads", "delete"):
         "a Workload that no longer matches its job while holding quota",
-    **{("kueue.x-k8s.io", "admissionchecks", verb):
-       "read only for Workloads with admission checks (MultiKueue's)"
-       for verb in ("get", "list", "watch")},
     ("api.practice.com", "jobtemplates/status", "update"):
         "the JobTemplate controller records the JobFlows that reference a JobTemplate; "
         "these JobFlows inline their steps' templates",

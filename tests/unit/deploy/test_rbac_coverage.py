@@ -32,9 +32,6 @@ from .recording import allowed
 
 #: (group, resource, verb) granted but not requested by the scenario, and why.
 EXPECTED_UNUSED: dict[tuple[str, str, str], str] = {
-    **{("kueue.x-k8s.io", "admissionchecks", verb):
-       "read only for Workloads with admission checks (MultiKueue's)"
-       for verb in ("get", "list", "watch")},
     ("kueue.x-k8s.io", "workloads", "delete"):
         "a Workload that no longer matches its job while holding quota",
     **{(group, f"{plural}/finalizers", "update"):
