@@ -11,6 +11,7 @@ and wiring for a manager (:func:`setup`). See ``docs/daemonjob.md``.
 from .api import (
     API_VERSION,
     DAEMONJOB_GVK,
+    DAEMONJOB_MANAGED_BY_CONTROLLER,
     DAEMONJOB_NAME_LABEL,
     GROUP,
     INJECTED_INFO_ANNOTATION,
@@ -52,6 +53,7 @@ __all__ = [
     "API_VERSION",
     "CALLBACKS",
     "DAEMONJOB_GVK",
+    "DAEMONJOB_MANAGED_BY_CONTROLLER",
     "DAEMONJOB_NAME_LABEL",
     "FRAMEWORK_NAME",
     "GROUP",

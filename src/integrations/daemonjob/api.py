@@ -5,6 +5,10 @@ operator's embedded ``batchv1.JobSpec``) plus ``globalParams``, ``excludeNodeLis
 comma-separated string of node names) and, new here, ``failurePolicy``. It runs one Job
 per eligible node, named ``<daemonjob>-<node>``.
 
+``spec.managedBy`` is the DaemonJob's own (which controller runs the DaemonJob, as a
+Job's names the controller of the Job), not a JobSpec field copied to the node Jobs: see
+:data:`DAEMONJOB_MANAGED_BY_CONTROLLER` and :func:`managed_elsewhere`.
+
 Objects stay plain JSON dicts; :class:`DaemonJobSpec` is a frozen view parsed from one.
 Also here: the names this integration writes on other objects, the ``status.state``
 values kept from the original operator, per-node phases, and the CRD manifest.
@@ -57,8 +61,16 @@ HASH_LENGTH: Final = 10
 FORBIDDEN_JOB_FIELDS: Final = {
     "selector": "each node's Job gets its own generated selector",
     "manualSelector": "each node's Job gets its own generated selector",
-    "managedBy": "the node Jobs are run by this cluster's Job controller",
 }
+
+#: ``spec.managedBy`` value naming the DaemonJob controller (absent means the same), as
+#: ``kubernetes.io/job-controller`` names the Job controller and
+#: ``workload.codeflare.dev/appwrapper-controller`` the AppWrapper one. Any other value
+#: (MultiKueue's ``kueue.x-k8s.io/multikueue`` on a manager cluster) hands the DaemonJob
+#: to that controller: the per-node controller leaves it alone (:func:`managed_elsewhere`).
+DAEMONJOB_MANAGED_BY_CONTROLLER: Final = f"{GROUP}/daemonjob-controller"
+#: Longest ``spec.managedBy``, as batch/v1 Job's.
+MAX_MANAGED_BY_LENGTH: Final = 63
 
 
 class State(enum.StrEnum):
@@ -152,8 +164,10 @@ class GlobalParams:
 
 
 #: ``spec`` keys that are DaemonJob fields; every other key is an inlined JobSpec field.
+#: ``managedBy`` is the DaemonJob's (never copied into the node Jobs, which are run by the
+#: Job controller of the cluster running the DaemonJob).
 DAEMONJOB_FIELDS: Final = frozenset({"globalParams", "excludeNodeList", "failurePolicy",
-                                     "suspend"})
+                                     "suspend", "managedBy"})
 
 
 def parse_exclude_list(value: str) -> list[str]:
@@ -199,6 +213,22 @@ class DaemonJobSpec:
     def fail_fast(self) -> bool:
         """Whether one failed node Job fails the DaemonJob at once."""
         return self.failure_policy != FailurePolicy.CONTINUE.value
+
+
+def managed_by(daemonjob: Mapping[str, Any]) -> str | None:
+    """``spec.managedBy`` (None when absent)."""
+    spec = daemonjob.get("spec")
+    value = spec.get("managedBy") if isinstance(spec, Mapping) else None
+    return None if value is None else str(value)
+
+
+def managed_elsewhere(daemonjob: Mapping[str, Any]) -> bool:
+    """Whether ``spec.managedBy`` names a controller other than the DaemonJob controller
+    (MultiKueue on a manager cluster): then the per-node controller creates no Job, writes
+    no status and fixes no nodes; the status is that controller's (MultiKueue copies the
+    worker's)."""
+    value = managed_by(daemonjob)
+    return value is not None and value != DAEMONJOB_MANAGED_BY_CONTROLLER
 
 
 def _hash(text: str) -> str:

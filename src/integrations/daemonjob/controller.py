@@ -16,6 +16,13 @@ Each pass over one DaemonJob:
 
 Node events (create, delete, and updates of labels, taints, ``unschedulable`` or the
 ``Ready`` status) reconcile every DaemonJob that has not finished.
+
+A DaemonJob whose ``spec.managedBy`` names another controller (MultiKueue on a manager
+cluster, see :func:`~.api.managed_elsewhere`) is left alone entirely: no node is listed
+for it, no nodes are fixed, no Job is created, suspended, resumed or deleted, and nothing
+is written to it (its ``status`` is the worker's, copied by MultiKueue), even once Kueue
+unsuspends it on admission. The generic reconciler still keeps its Workload. On the
+worker cluster the copy has no ``managedBy`` and runs here.
 """
 
 from __future__ import annotations
@@ -62,6 +69,8 @@ from .api import (
     NodePhase,
     State,
     job_status_key,
+    managed_by,
+    managed_elsewhere,
     nodes_annotation_value,
 )
 from .nodes import eligible_nodes, is_ready
@@ -140,6 +149,10 @@ class DaemonJobReconciler(childjobs.ParentReconciler):
             dj = await self.reader.get(DAEMONJOB_GVK, request.name,
                                        namespace=request.namespace)
         except NotFound:
+            return Result()
+        if managed_elsewhere(dj):
+            log.debug("DaemonJob %s/%s is managed by %s; leaving it alone", request.namespace,
+                      request.name, managed_by(dj))
             return Result()
         spec = DaemonJobSpec.of(dj)
         nodes = (await self.reader.list(NODE_GVK)).items

@@ -21,17 +21,34 @@ agree: before the first start, the eligible nodes the DaemonJob controller lists
 - ``finished``, ``is_active`` and ``reclaimable_pods`` read ``status``, which the
   controller computes from the children; ``pods_ready`` reads the children;
 - ``skip`` holds Kueue back until the controller has listed at least one eligible node.
+
+``JobWithManagedBy`` over ``spec.managedBy`` (:class:`~jobframework.managedby.SpecManagedBy`,
+own controller :data:`~.api.DAEMONJOB_MANAGED_BY_CONTROLLER`): Kueue's webhook defaults it
+to MultiKueue for a DaemonJob sent to a MultiKueue ClusterQueue. Such a DaemonJob on the
+manager cluster is not run there: the per-node controller leaves it alone, so it never
+lists the manager's nodes, and those would not be the worker's anyway. Its run's nodes are
+the ones its creator declared in the ``daemonjob.api.practice.com/nodes`` annotation (the
+webhook requires them): the Workload counts them on the manager and, the annotation being
+copied with the DaemonJob, the worker runs exactly them, so both clusters' Workloads have
+the same count (a prebuilt Workload of another count is out of sync). Its ``status`` is the
+worker's, copied whole by Kueue's generic MultiKueue adapter: ``finished``, ``is_active``
+and ``reclaimable_pods`` follow the worker, ``pods_ready`` reads ``status``
+(:func:`pods_ready_from_status`) instead of the (absent) local Jobs, and the copied
+``status.nodes`` never resizes the Workload.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from jobframework.api.workload import PodSet, ReclaimablePod
 from jobframework.childjobs import JobPhase, info_fits, infos_to_json, job_outcome
+from jobframework.constants import DEFAULT_FEATURES, FeatureGates
 from jobframework.field import ErrorList
 from jobframework.indexer import list_owned_workloads
 from jobframework.interface import FinishedResult, GenericJob
+from jobframework.managedby import SpecManagedBy
 from jobframework.podset import (
     PodSetInfo,
     bad_pod_sets_info_len_error,
@@ -52,6 +69,7 @@ from jobframework.workload import from_object as workload_from_object
 
 from .api import (
     DAEMONJOB_GVK,
+    DAEMONJOB_MANAGED_BY_CONTROLLER,
     DAEMONJOB_NAME_LABEL,
     DONE_PHASES,
     JOB_GVK,
@@ -59,8 +77,10 @@ from .api import (
     POD_SET_NAME,
     POD_SETS_INFO_ANNOTATION,
     DaemonJobSpec,
+    NodePhase,
     State,
     frozen_nodes,
+    managed_elsewhere,
     nodes_annotation_value,
 )
 from .controller import pod_sets_infos
@@ -73,21 +93,75 @@ class NodesChangedError(RuntimeError):
     Workload out of date and replaces it)."""
 
 
-class DaemonJobJob(GenericJob):
-    """A DaemonJob object under Kueue (see the module docstring)."""
+def _count(value: Any) -> int:
+    """A pod count read from a (possibly foreign) status: 0 unless a non-negative int."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
-    def __init__(self, obj: Object | None = None) -> None:
+
+def pods_ready_from_status(daemonjob: Mapping[str, Any], per_node: int) -> bool:
+    """``pods_ready`` from ``status`` alone: a node Job is in ``jobStatusList`` and every
+    ``Running`` node's Job has ``per_node`` pods ready or succeeded. For a DaemonJob run
+    elsewhere (MultiKueue), whose Jobs are not local.
+
+    Only names are matched (``jobStatusList`` keys ``<job>/<namespace>`` by their Job
+    name), so a status copied from another cluster, naming its nodes and Jobs, is read as
+    is.
+    """
+    status = daemonjob.get("status")
+    status = status if isinstance(status, Mapping) else {}
+    raw = status.get("jobStatusList")
+    by_job = {str(k).partition("/")[0]: v for k, v in raw.items()
+              if isinstance(v, Mapping)} if isinstance(raw, Mapping) else {}
+    nodes = status.get("nodes")
+    started = False
+    for entry in nodes if isinstance(nodes, list) else []:
+        if not isinstance(entry, Mapping):
+            continue
+        job_status = by_job.get(str(entry.get("jobName") or ""))
+        if job_status is None:
+            continue
+        started = True
+        if entry.get("phase") != NodePhase.RUNNING.value:
+            continue
+        if _count(job_status.get("ready")) + _count(job_status.get("succeeded")) < per_node:
+            return False
+    return started
+
+
+class DaemonJobJob(SpecManagedBy, GenericJob):
+    """A DaemonJob object under Kueue (see the module docstring).
+
+    Implements ``JobWithManagedBy`` too (MultiKueue may take the DaemonJob over).
+    """
+
+    own_controller_name = DAEMONJOB_MANAGED_BY_CONTROLLER
+
+    def __init__(self, obj: Object | None = None, *,
+                 features: FeatureGates = DEFAULT_FEATURES) -> None:
         self.obj: Object = obj if obj is not None else {
             "apiVersion": DAEMONJOB_GVK.api_version, "kind": DAEMONJOB_GVK.kind,
             "metadata": {}, "spec": {}}
+        self.features = features
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        """``spec`` (created when missing)."""
+        spec = self.obj.get("spec")
+        if not isinstance(spec, dict):
+            spec = self.obj["spec"] = {}
+        return spec
 
     # -- the run's nodes --
 
     def run_nodes(self) -> list[str] | None:
         """The nodes the Workload counts: the fixed list once started, else the controller's
-        ``status.nodes``; None before the controller's first pass."""
+        ``status.nodes``; None before the controller's first pass.
+
+        For a DaemonJob run elsewhere (MultiKueue), only the declared list (the nodes
+        annotation): its ``status`` is the worker's, and must not resize the Workload.
+        """
         fixed = frozen_nodes(self.obj)
-        if fixed is not None:
+        if fixed is not None or managed_elsewhere(self.obj):
             return fixed
         status = self.obj.get("status") or {}
         if "desired" not in status:
@@ -188,12 +262,16 @@ class DaemonJobJob(GenericJob):
     def is_active(self) -> bool:
         """Whether any node Job has active pods (from ``status.jobStatusList``)."""
         statuses = (self.obj.get("status") or {}).get("jobStatusList") or {}
-        return any(int((s or {}).get("active") or 0) > 0 for s in statuses.values())
+        return any(_count(s.get("active")) > 0 for s in statuses.values()
+                   if isinstance(s, Mapping))
 
     async def pods_ready(self, client: Client) -> bool:
         """Whether a node Job exists and every running one has all its pods ready or
-        succeeded (from the children)."""
+        succeeded (from the children; from ``status`` when the DaemonJob is run
+        elsewhere)."""
         per_node = pods_per_node(DaemonJobSpec.of(self.obj))
+        if managed_elsewhere(self.obj):
+            return pods_ready_from_status(self.obj, per_node)
         jobs = await client.list(JOB_GVK, namespace=namespace_of(self.obj),
                                  label_selector=f"{DAEMONJOB_NAME_LABEL}={name_of(self.obj)}")
         uid = uid_of(self.obj)
@@ -221,7 +299,8 @@ class DaemonJobJob(GenericJob):
         """
         per_node = pods_per_node(DaemonJobSpec.of(self.obj))
         nodes = (self.obj.get("status") or {}).get("nodes") or []
-        done = sum(1 for n in nodes if n.get("phase") in {p.value for p in DONE_PHASES})
+        done = sum(1 for n in nodes if isinstance(n, Mapping)
+                   and n.get("phase") in {p.value for p in DONE_PHASES})
         count = done * per_node
         for item in await list_owned_workloads(client, DAEMONJOB_GVK,
                                                namespace_of(self.obj), name_of(self.obj)):
@@ -240,3 +319,5 @@ class DaemonJobJob(GenericJob):
     def validate_on_update(self, old_job: GenericJob) -> ErrorList:
         """The DaemonJob webhook's update rules."""
         return validate_daemonjob_update(old_job.object(), self.obj)
+
+    # JobWithManagedBy comes from SpecManagedBy (spec.managedBy, own controller above).

@@ -67,13 +67,22 @@ class DaemonJobSetup:
     webhook_paths: tuple[str, ...] = ()
 
 
-class DaemonJobKueueWebhook(BaseWebhook):
-    """Kueue's base webhook for DaemonJobs: queue and suspend defaulting and Kueue's rules,
-    plus the DaemonJob defaulting and rules (through the adapter's custom validation) and
-    the create-time eligible-node check."""
+def _new_job_for(features: FeatureGates) -> Callable[..., DaemonJobJob]:
+    def new_job(obj: Object | None = None) -> DaemonJobJob:
+        return DaemonJobJob(obj, features=features)
+    return new_job
 
-    def __init__(self, client: Any, **options: Any) -> None:
-        super().__init__(DaemonJobJob, client, **options)
+
+class DaemonJobKueueWebhook(BaseWebhook):
+    """Kueue's base webhook for DaemonJobs: queue and suspend defaulting, ``spec.managedBy``
+    defaulting to MultiKueue (with ``queues``; Kueue's ``ApplyDefaultForManagedBy``) and
+    Kueue's rules, plus the DaemonJob defaulting and rules (through the adapter's custom
+    validation, ``spec.managedBy`` immutability included) and the create-time
+    eligible-node check (skipped for a DaemonJob run elsewhere)."""
+
+    def __init__(self, client: Any, *, features: FeatureGates = DEFAULT_FEATURES,
+                 **options: Any) -> None:
+        super().__init__(_new_job_for(features), client, features=features, **options)
 
     async def default(self, obj: Object, request: AdmissionRequest | None = None) -> None:
         """Kueue's defaults, then the restart policy."""
@@ -176,8 +185,10 @@ async def setup(
     kueue_reconciler: GenericReconciler | None = None
     paths: list[str] = []
     if kueue is not None:
+        callbacks = attrs.evolve(CALLBACKS, new_reconciler=new_generic_reconciler_factory(
+            _new_job_for(kueue.features)))
         kueue_reconciler, paths = await setup_integration(
-            mgr, CALLBACKS, kueue, reporting_controller=KUEUE_CONTROLLER_NAME,
+            mgr, callbacks, kueue, reporting_controller=KUEUE_CONTROLLER_NAME,
             webhook_server=webhook_server)
     elif webhook_server is not None:
         paths = setup_webhooks(webhook_server, mgr.get_client())

@@ -16,14 +16,24 @@ A DaemonJob is rejected, with apimachinery's field-error messages, when:
 - ``spec.failurePolicy`` is not ``FailFast`` or ``Continue``;
 - ``spec.globalParams.nodeName`` is set (each Job is pinned to its own node), or the
   global labels set the labels this integration puts on its Jobs;
-- ``spec.selector`` or ``spec.manualSelector`` is set (each node's Job gets its own), or
-  ``spec.managedBy`` (the node Jobs are run by this cluster's Job controller);
+- ``spec.selector`` or ``spec.manualSelector`` is set (each node's Job gets its own);
+- ``spec.managedBy`` (the DaemonJob's own, never copied to the node Jobs) is not a
+  domain-prefixed path (``acme.io/foo``) of at most 63 characters, as batch/v1 Job's;
+- ``spec.managedBy`` is MultiKueue's (``kueue.x-k8s.io/multikueue``) and the
+  ``daemonjob.api.practice.com/nodes`` annotation does not declare the run's nodes (a
+  JSON list of distinct node names, at least one): Kueue sizes the Workload on the manager
+  cluster, which cannot list the worker's nodes;
 - the template's required node affinity selects nothing (no term, or a term without
   requirements);
 - on create, when the webhook can list Nodes, none is eligible (the message counts the
-  nodes ruled out by each rule);
-- on update, anything in ``spec`` but ``suspend`` changes once the DaemonJob has started
-  (it is not suspended, it has fixed its nodes, or it has Jobs).
+  nodes ruled out by each rule); not checked for a DaemonJob run elsewhere (its nodes are
+  another cluster's);
+- on update, ``spec.managedBy`` changes, is added or is removed (``spec.managedBy:
+  Invalid value: ...: field is immutable``, as batch/v1 Job's; the CRD's CEL rules say
+  the same when the webhook is not installed), or, under MultiKueue, the declared nodes
+  change;
+- on update, anything else in ``spec`` but ``suspend`` changes once the DaemonJob has
+  started (it is not suspended, it has fixed its nodes, or it has Jobs).
 
 The checks are functions (:func:`validate_daemonjob`, :func:`validate_daemonjob_update`)
 so the Kueue adapter reuses them through ``JobWithCustomValidation``.
@@ -31,29 +41,36 @@ so the Kueue adapter reuses them through ``JobWithCustomValidation``.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from jobframework import field
-from jobframework.field import OMIT_VALUE, ErrorList, Path
+from jobframework.constants import MULTIKUEUE_CONTROLLER_NAME
+from jobframework.field import OMIT_VALUE, ErrorList, Path, validate_immutable_field
 from jobframework.runtime.client import Reader
 from jobframework.runtime.objects import Object, annotations_of, name_of
-from jobframework.validation import is_dns1123_subdomain
+from jobframework.validation import is_dns1123_subdomain, is_domain_prefixed_path
 from jobframework.webhook import AdmissionRequest, ValidationError, Warnings
 
 from .api import (
     DAEMONJOB_NAME_LABEL,
     FORBIDDEN_JOB_FIELDS,
+    MAX_MANAGED_BY_LENGTH,
     NODE_GVK,
     NODE_LABEL,
     NODES_ANNOTATION,
     DaemonJobSpec,
     FailurePolicy,
+    managed_by,
+    managed_elsewhere,
     parse_exclude_list,
 )
 from .nodes import eligible_nodes, required_terms
 
 _SPEC = Path.new("spec")
 _POD_SPEC = _SPEC.child("template", "spec")
+_MANAGED_BY = _SPEC.child("managedBy")
+_NODES = Path.new("metadata", "annotations").key(NODES_ANNOTATION)
 _RESTART_POLICIES = ("Never", "OnFailure")
 #: Longest DaemonJob name: it is a label value on its Jobs.
 MAX_NAME_LENGTH = 63
@@ -92,6 +109,67 @@ def _validate_exclude_list(value: Any) -> ErrorList:
     return errs
 
 
+def validate_managed_by(dj: Object) -> ErrorList:
+    """``spec.managedBy``, when set: a domain-prefixed path of at most 63 characters
+    (batch/v1 Job's rule)."""
+    spec = dj.get("spec") or {}
+    if spec.get("managedBy") is None:
+        return ErrorList()
+    value = spec["managedBy"]
+    if not isinstance(value, str):
+        return ErrorList([field.invalid(_MANAGED_BY, value, "must be a string")])
+    errs = is_domain_prefixed_path(_MANAGED_BY, value)
+    if len(value) > MAX_MANAGED_BY_LENGTH:
+        errs.append(field.too_long(_MANAGED_BY, value, MAX_MANAGED_BY_LENGTH))
+    return errs
+
+
+def run_by_multikueue(dj: Object) -> bool:
+    """Whether ``spec.managedBy`` is MultiKueue's (the DaemonJob runs on a worker cluster)."""
+    return managed_by(dj) == MULTIKUEUE_CONTROLLER_NAME
+
+
+def validate_declared_nodes(dj: Object) -> ErrorList:
+    """For a DaemonJob run by MultiKueue: the ``daemonjob.api.practice.com/nodes``
+    annotation declares the run's nodes, a JSON list of at least one distinct node name.
+
+    Kueue sizes the Workload (nodes times pods per node) on the manager cluster, before it
+    picks a worker, and the worker's prebuilt Workload must have the same size; neither
+    the manager nor Kueue can count the worker's eligible nodes, so they are declared.
+    """
+    if not run_by_multikueue(dj):
+        return ErrorList()
+    raw = annotations_of(dj).get(NODES_ANNOTATION)
+    if raw is None:
+        return ErrorList([field.required(
+            _NODES, f"a DaemonJob run by MultiKueue (spec.managedBy: "
+            f"{MULTIKUEUE_CONTROLLER_NAME}) must declare the worker nodes of its run as a "
+            'JSON list (["node-a","node-b"]): Kueue counts them on this manager cluster, '
+            "which cannot see the worker's nodes")])
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        value = None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        return ErrorList([field.invalid(_NODES, raw, 'must be a JSON list of node names '
+                                        '(["node-a","node-b"])')])
+    if not value:
+        return ErrorList([field.invalid(_NODES, raw, "must name at least one node")])
+    errs = ErrorList()
+    seen: set[str] = set()
+    for i, name in enumerate(value):
+        if name in seen:
+            errs.append(field.invalid(_NODES, raw, f"entry {i + 1} ({field.go_quote(name)}) "
+                                      "is repeated"))
+            continue
+        seen.add(name)
+        msgs = is_dns1123_subdomain(name)
+        if msgs:
+            errs.append(field.invalid(_NODES, raw, f"entry {i + 1} ({field.go_quote(name)}) "
+                                      "is not a node name: " + "; ".join(msgs)))
+    return errs
+
+
 def validate_daemonjob(dj: Object) -> ErrorList:
     """Every create-time rule (see the module docstring) for ``dj``."""
     errs = ErrorList()
@@ -124,6 +202,8 @@ def validate_daemonjob(dj: Object) -> ErrorList:
     for key, why in FORBIDDEN_JOB_FIELDS.items():
         if raw.get(key) is not None:
             errs.append(field.forbidden(_SPEC.child(key), why))
+    errs.extend(validate_managed_by(dj))
+    errs.extend(validate_declared_nodes(dj))
     terms = required_terms(pod)
     path = _POD_SPEC.child("affinity", "nodeAffinity",
                            "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms")
@@ -146,12 +226,19 @@ def has_started(dj: Object) -> bool:
 
 
 def validate_daemonjob_update(old: Object, new: Object) -> ErrorList:
-    """:func:`validate_daemonjob` on ``new``, plus: only ``suspend`` may change once ``old``
-    started."""
+    """:func:`validate_daemonjob` on ``new``, plus: ``spec.managedBy`` unchanged (and under
+    MultiKueue the declared nodes), and only ``suspend`` may change once ``old`` started."""
     errs = validate_daemonjob(new)
+    errs.extend(validate_immutable_field((new.get("spec") or {}).get("managedBy"),
+                                         (old.get("spec") or {}).get("managedBy"),
+                                         _MANAGED_BY))
+    if run_by_multikueue(old) and run_by_multikueue(new):
+        errs.extend(validate_immutable_field(annotations_of(new).get(NODES_ANNOTATION),
+                                             annotations_of(old).get(NODES_ANNOTATION),
+                                             _NODES))
     if has_started(old):
         old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
-        keys = sorted((set(old_spec) | set(new_spec)) - {"suspend"})
+        keys = sorted((set(old_spec) | set(new_spec)) - {"suspend", "managedBy"})
         for key in keys:
             if (old_spec.get(key) or None) != (new_spec.get(key) or None):
                 errs.append(field.forbidden(
@@ -162,7 +249,10 @@ def validate_daemonjob_update(old: Object, new: Object) -> ErrorList:
 
 async def eligible_node_errors(reader: Reader, dj: Object) -> ErrorList:
     """An error when no node is eligible for ``dj`` now (none when nodes cannot be listed:
-    the controller then reports it in the ``NoEligibleNodes`` condition)."""
+    the controller then reports it in the ``NoEligibleNodes`` condition; none for a
+    DaemonJob run elsewhere, whose nodes are another cluster's)."""
+    if managed_elsewhere(dj):
+        return ErrorList()
     try:
         nodes = (await reader.list(NODE_GVK)).items
     except Exception:
@@ -220,6 +310,9 @@ __all__ = [
     "default_daemonjob",
     "eligible_node_errors",
     "has_started",
+    "run_by_multikueue",
     "validate_daemonjob",
     "validate_daemonjob_update",
+    "validate_declared_nodes",
+    "validate_managed_by",
 ]

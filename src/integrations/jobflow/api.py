@@ -6,8 +6,9 @@ adapter read the spec one way. Embedded Kubernetes types (``JobSpec``, ``EnvVar`
 ``Volume``, ``VolumeMount``) stay dicts.
 
 Also here: the names this integration writes on other objects (labels and annotations
-on child Jobs), the ``status.state`` values kept from the original operator, and the
-CRD manifests shipped in ``crds/``.
+on child Jobs), the ``status.state`` values kept from the original operator, the
+``spec.managedBy`` value of the JobFlow controller (:data:`JOBFLOW_MANAGED_BY_CONTROLLER`,
+see :func:`managed_elsewhere`), and the CRD manifests shipped in ``crds/``.
 """
 
 from __future__ import annotations
@@ -44,6 +45,15 @@ INJECTED_INFO_ANNOTATION: Final = "jobflow.api.practice.com/injected-pod-set-inf
 
 #: The most steps a JobFlow may have: a Workload holds at most 18 PodSets.
 MAX_FLOWS: Final = 18
+
+#: ``spec.managedBy`` value naming the JobFlow controller (absent means the same), as
+#: ``kubernetes.io/job-controller`` names the Job controller and
+#: ``workload.codeflare.dev/appwrapper-controller`` the AppWrapper one. Any other value
+#: (MultiKueue's ``kueue.x-k8s.io/multikueue`` on a manager cluster) hands the JobFlow to
+#: that controller: the DAG controller leaves it alone (:func:`managed_elsewhere`).
+JOBFLOW_MANAGED_BY_CONTROLLER: Final = f"{GROUP}/jobflow-controller"
+#: Longest ``spec.managedBy``, as batch/v1 Job's.
+MAX_MANAGED_BY_LENGTH: Final = 63
 
 
 class State(enum.StrEnum):
@@ -171,6 +181,22 @@ class JobFlowSpec:
     def flow(self, name: str) -> Flow | None:
         """The flow called ``name`` (the first one, should names repeat)."""
         return next((f for f in self.flows if f.name == name), None)
+
+
+def managed_by(jobflow: Mapping[str, Any]) -> str | None:
+    """``spec.managedBy`` (None when absent)."""
+    spec = jobflow.get("spec")
+    value = spec.get("managedBy") if isinstance(spec, Mapping) else None
+    return None if value is None else str(value)
+
+
+def managed_elsewhere(jobflow: Mapping[str, Any]) -> bool:
+    """Whether ``spec.managedBy`` names a controller other than the JobFlow controller
+    (MultiKueue on a manager cluster): then the DAG controller creates no Job, writes no
+    status and adds nothing to the JobFlow; the status is that controller's (MultiKueue
+    copies the worker's)."""
+    value = managed_by(jobflow)
+    return value is not None and value != JOBFLOW_MANAGED_BY_CONTROLLER
 
 
 def child_job_name(jobflow_name: str, flow_name: str) -> str:

@@ -15,6 +15,12 @@
 3. write ``status`` (state, ``jobStatusList``, per-flow phases, counts, conditions) when
    it changed, and record an event when the flow finishes.
 
+A JobFlow whose ``spec.managedBy`` names another controller (MultiKueue on a manager
+cluster, see :func:`~.api.managed_elsewhere`) is left alone entirely: no Job is created,
+suspended or resumed, nothing is written to it (its ``status`` is the worker's, copied by
+MultiKueue), even once Kueue unsuspends it on admission. The generic reconciler still
+keeps its Workload. On the worker cluster the copy has no ``managedBy`` and runs here.
+
 A step whose ``jobTemplateRef`` names a missing JobTemplate waits: its phase is
 ``WaitingForTemplate``, the ``JobTemplateMissing`` condition and a Warning event say so,
 and the JobTemplate watch reconciles the JobFlow when the template appears.
@@ -66,6 +72,8 @@ from .api import (
     State,
     child_job_name,
     job_status_key,
+    managed_by,
+    managed_elsewhere,
     parse_template_annotation,
     template_annotation_value,
     template_job_spec,
@@ -157,6 +165,10 @@ class JobFlowReconciler(childjobs.ParentReconciler):
             jobflow = await self.reader.get(JOBFLOW_GVK, request.name,
                                             namespace=request.namespace)
         except NotFound:
+            return Result()
+        if managed_elsewhere(jobflow):
+            log.debug("JobFlow %s/%s is managed by %s; leaving it alone", request.namespace,
+                      request.name, managed_by(jobflow))
             return Result()
         spec = JobFlowSpec.of(jobflow)
         children = await self.children(jobflow)

@@ -20,17 +20,27 @@ the JobFlow:
 
 While admitted, :meth:`pod_sets` reports the templates with the admission data merged,
 as a batch/v1 Job's own template would be, so Kueue's equivalence check holds.
+
+``JobWithManagedBy`` over ``spec.managedBy`` (:class:`~jobframework.managedby.SpecManagedBy`,
+own controller :data:`~.api.JOBFLOW_MANAGED_BY_CONTROLLER`): Kueue's webhook defaults it
+to MultiKueue for a JobFlow sent to a MultiKueue ClusterQueue. Such a JobFlow on the
+manager cluster has no local Job; its ``status`` is the worker's, copied whole by Kueue's
+generic MultiKueue adapter. Everything read from ``status`` (``finished``, ``is_active``,
+``reclaimable_pods``) then follows the worker, and ``pods_ready`` reads ``status`` too
+(:func:`pods_ready_from_status`) instead of the (absent) local Jobs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from jobframework.api.workload import PodSet, ReclaimablePod
 from jobframework.childjobs import infos_to_json
+from jobframework.constants import DEFAULT_FEATURES, FeatureGates
 from jobframework.field import ErrorList
 from jobframework.interface import FinishedResult, GenericJob
+from jobframework.managedby import SpecManagedBy
 from jobframework.podset import (
     PodSetInfo,
     bad_pod_sets_info_len_error,
@@ -51,6 +61,7 @@ from jobframework.runtime.objects import (
 from .api import (
     JOB_GVK,
     JOBFLOW_GVK,
+    JOBFLOW_MANAGED_BY_CONTROLLER,
     JOBFLOW_NAME_LABEL,
     JOBTEMPLATE_GVK,
     POD_SETS_INFO_ANNOTATION,
@@ -58,6 +69,7 @@ from .api import (
     JobFlowSpec,
     State,
     child_job_name,
+    managed_elsewhere,
     template_job_spec,
 )
 from .controller import pod_sets_infos
@@ -100,13 +112,65 @@ async def step_specs(reader: Reader, jobflow: Object) -> dict[str, dict[str, Any
     return out
 
 
-class JobFlowJob(GenericJob):
-    """A JobFlow object under Kueue (see the module docstring)."""
+def _count(value: Any) -> int:
+    """A pod count read from a (possibly foreign) status: 0 unless a non-negative int."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
-    def __init__(self, obj: Object | None = None) -> None:
+
+def pods_ready_from_status(jobflow: Mapping[str, Any], specs: Mapping[str, Any]) -> bool:
+    """``pods_ready`` from ``status`` alone (``specs``: flow name → its JobSpec): a step has
+    a Job in ``jobStatusList`` and every ``Running`` step's Job has all its pods ready or
+    succeeded. For a JobFlow run elsewhere (MultiKueue), whose Jobs are not local.
+
+    Only names are matched (``jobStatusList`` keys ``<job>/<namespace>`` by their Job
+    name), so a status copied from another cluster is read as is; entries of steps the
+    spec does not have are ignored.
+    """
+    status = jobflow.get("status")
+    status = status if isinstance(status, Mapping) else {}
+    raw = status.get("jobStatusList")
+    by_job = {str(k).partition("/")[0]: v for k, v in raw.items()
+              if isinstance(v, Mapping)} if isinstance(raw, Mapping) else {}
+    flows = status.get("flows")
+    started = False
+    for entry in flows if isinstance(flows, list) else []:
+        if not isinstance(entry, Mapping):
+            continue
+        job_status = by_job.get(str(entry.get("jobName") or ""))
+        if job_status is None:
+            continue
+        started = True
+        js = specs.get(str(entry.get("name") or ""))
+        if entry.get("phase") != FlowPhase.RUNNING.value or js is None:
+            continue
+        if _count(job_status.get("ready")) + _count(job_status.get("succeeded")) < \
+                pod_count(js):
+            return False
+    return started
+
+
+class JobFlowJob(SpecManagedBy, GenericJob):
+    """A JobFlow object under Kueue (see the module docstring).
+
+    Implements ``JobWithManagedBy`` too (MultiKueue may take the JobFlow over).
+    """
+
+    own_controller_name = JOBFLOW_MANAGED_BY_CONTROLLER
+
+    def __init__(self, obj: Object | None = None, *,
+                 features: FeatureGates = DEFAULT_FEATURES) -> None:
         self.obj: Object = obj if obj is not None else {
             "apiVersion": JOBFLOW_GVK.api_version, "kind": JOBFLOW_GVK.kind,
             "metadata": {}, "spec": {}}
+        self.features = features
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        """``spec`` (created when missing)."""
+        spec = self.obj.get("spec")
+        if not isinstance(spec, dict):
+            spec = self.obj["spec"] = {}
+        return spec
 
     # -- GenericJob --
 
@@ -190,12 +254,15 @@ class JobFlowJob(GenericJob):
     def is_active(self) -> bool:
         """Whether any child Job has active pods (from ``status.jobStatusList``)."""
         statuses = (self.obj.get("status") or {}).get("jobStatusList") or {}
-        return any(int((s or {}).get("active") or 0) > 0 for s in statuses.values())
+        return any(_count(s.get("active")) > 0 for s in statuses.values()
+                   if isinstance(s, Mapping))
 
     async def pods_ready(self, client: Client) -> bool:
         """Whether a step has started and every running step's pods are ready or succeeded
-        (from the children)."""
+        (from the children; from ``status`` when the JobFlow is run elsewhere)."""
         specs = await step_specs(client, self.obj)
+        if managed_elsewhere(self.obj):
+            return pods_ready_from_status(self.obj, specs)
         jobs = await client.list(JOB_GVK, namespace=namespace_of(self.obj),
                                  label_selector=f"{JOBFLOW_NAME_LABEL}={name_of(self.obj)}")
         uid = uid_of(self.obj)
@@ -235,3 +302,5 @@ class JobFlowJob(GenericJob):
     def validate_on_update(self, old_job: GenericJob) -> ErrorList:
         """The JobFlow webhook's update rules."""
         return validate_jobflow_update(old_job.object(), self.obj)
+
+    # JobWithManagedBy comes from SpecManagedBy (spec.managedBy, own controller above).

@@ -61,12 +61,21 @@ class JobFlowSetup:
     webhook_paths: tuple[str, ...] = ()
 
 
-class JobFlowKueueWebhook(BaseWebhook):
-    """Kueue's base webhook for JobFlows: queue and suspend defaulting, Kueue's rules and
-    the JobFlow rules (through ``JobFlowJob``'s custom validation)."""
+def _new_job_for(features: FeatureGates) -> Callable[..., JobFlowJob]:
+    def new_job(obj: Object | None = None) -> JobFlowJob:
+        return JobFlowJob(obj, features=features)
+    return new_job
 
-    def __init__(self, client: Any, **options: Any) -> None:
-        super().__init__(JobFlowJob, client, **options)
+
+class JobFlowKueueWebhook(BaseWebhook):
+    """Kueue's base webhook for JobFlows: queue and suspend defaulting, ``spec.managedBy``
+    defaulting to MultiKueue (with ``queues``; Kueue's ``ApplyDefaultForManagedBy``),
+    Kueue's rules and the JobFlow rules (through ``JobFlowJob``'s custom validation,
+    ``spec.managedBy`` immutability included)."""
+
+    def __init__(self, client: Any, *, features: FeatureGates = DEFAULT_FEATURES,
+                 **options: Any) -> None:
+        super().__init__(_new_job_for(features), client, features=features, **options)
 
 
 def _jobtemplate_webhook(server: WebhookServer) -> list[str]:
@@ -153,8 +162,10 @@ async def setup(
     kueue_reconciler: GenericReconciler | None = None
     paths: list[str] = []
     if kueue is not None:
+        callbacks = attrs.evolve(CALLBACKS, new_reconciler=new_generic_reconciler_factory(
+            _new_job_for(kueue.features)))
         kueue_reconciler, paths = await setup_integration(
-            mgr, CALLBACKS, kueue, reporting_controller=KUEUE_CONTROLLER_NAME,
+            mgr, callbacks, kueue, reporting_controller=KUEUE_CONTROLLER_NAME,
             webhook_server=webhook_server)
     elif webhook_server is not None:
         paths = setup_webhooks(webhook_server)

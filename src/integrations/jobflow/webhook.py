@@ -12,6 +12,11 @@ A JobFlow is rejected, with apimachinery's field-error messages (one error:
   message spells the cycle out: ``a -> b -> a``);
 - a share volume mount names no ``spec.shareVolumes`` entry, or share volumes repeat;
 - the global labels set the labels this integration puts on child Jobs;
+- ``spec.managedBy`` is not a domain-prefixed path (``acme.io/foo``) of at most 63
+  characters, as batch/v1 Job's;
+- on update, ``spec.managedBy`` changes, is added or is removed (``spec.managedBy:
+  Invalid value: ...: field is immutable``, as batch/v1 Job's; the CRD's CEL rules say
+  the same when the webhook is not installed);
 - on update, the steps (``flows``, ``globalParams``, ``shareVolumes``) change once the
   flow has started (it is not suspended, or it has Jobs).
 
@@ -24,15 +29,27 @@ from __future__ import annotations
 from typing import Any
 
 from jobframework import field
-from jobframework.field import OMIT_VALUE, ErrorList, ErrorType, FieldError, Path
+from jobframework.field import (
+    OMIT_VALUE,
+    ErrorList,
+    ErrorType,
+    FieldError,
+    Path,
+    validate_immutable_field,
+)
 from jobframework.runtime.objects import Object, name_of
-from jobframework.validation import is_dns1123_label, is_dns1123_subdomain
+from jobframework.validation import (
+    is_dns1123_label,
+    is_dns1123_subdomain,
+    is_domain_prefixed_path,
+)
 from jobframework.webhook import AdmissionRequest, ValidationError, Warnings
 
 from .api import (
     FLOW_NAME_LABEL,
     JOBFLOW_NAME_LABEL,
     MAX_FLOWS,
+    MAX_MANAGED_BY_LENGTH,
     JobFlowSpec,
     State,
     child_job_name,
@@ -41,6 +58,28 @@ from .dag import find_cycle
 
 _SPEC = Path.new("spec")
 _FLOWS = _SPEC.child("flows")
+_MANAGED_BY = _SPEC.child("managedBy")
+
+
+def validate_managed_by(jobflow: Object) -> ErrorList:
+    """``spec.managedBy``, when set: a domain-prefixed path of at most 63 characters
+    (batch/v1 Job's rule)."""
+    spec = jobflow.get("spec") or {}
+    if "managedBy" not in spec or spec["managedBy"] is None:
+        return ErrorList()
+    value = spec["managedBy"]
+    if not isinstance(value, str):
+        return ErrorList([field.invalid(_MANAGED_BY, value, "must be a string")])
+    errs = is_domain_prefixed_path(_MANAGED_BY, value)
+    if len(value) > MAX_MANAGED_BY_LENGTH:
+        errs.append(field.too_long(_MANAGED_BY, value, MAX_MANAGED_BY_LENGTH))
+    return errs
+
+
+def validate_managed_by_update(old: Object, new: Object) -> ErrorList:
+    """``spec.managedBy`` is immutable: not changed, added or removed."""
+    return validate_immutable_field((new.get("spec") or {}).get("managedBy"),
+                                    (old.get("spec") or {}).get("managedBy"), _MANAGED_BY)
 
 
 def _validate_flow_name(path: Path, jobflow_name: str, flow_name: str) -> ErrorList:
@@ -94,6 +133,7 @@ def validate_jobflow(jobflow: Object) -> ErrorList:
             errs.append(field.forbidden(
                 _SPEC.child("globalParams", "labels").key(key),
                 "this label is set by the JobFlow controller on its Jobs"))
+    errs.extend(validate_managed_by(jobflow))
 
     names = {f.name for f in spec.flows}
     seen: set[str] = set()
@@ -154,8 +194,10 @@ def has_started(jobflow: Object) -> bool:
 
 
 def validate_jobflow_update(old: Object, new: Object) -> ErrorList:
-    """:func:`validate_jobflow` on ``new``, plus: no step changes once ``old`` started."""
+    """:func:`validate_jobflow` on ``new``, plus: ``spec.managedBy`` unchanged, and no
+    step changes once ``old`` started."""
     errs = validate_jobflow(new)
+    errs.extend(validate_managed_by_update(old, new))
     if has_started(old):
         old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
         for key in ("flows", "globalParams", "shareVolumes"):

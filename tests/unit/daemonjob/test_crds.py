@@ -67,6 +67,7 @@ def test_printer_columns() -> None:
         ("Failed", "integer", ".status.failed", 0),
         ("Failed-Node", "string", ".status.failedNode", 1),
         ("Suspended", "boolean", ".spec.suspend", 1),
+        ("Managed-By", "string", ".spec.managedBy", 1),
         ("Age", "date", ".metadata.creationTimestamp", 0),
     ]
 

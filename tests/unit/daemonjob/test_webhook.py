@@ -121,9 +121,14 @@ def test_global_node_name_and_reserved_labels() -> None:
     ]
 
 
-def test_managed_by_forbidden() -> None:
-    assert messages(daemonjob(managedBy="kueue.x-k8s.io/multikueue")) == [
-        "spec.managedBy: Forbidden: the node Jobs are run by this cluster's Job controller"]
+def test_managed_by_is_the_daemonjobs_own() -> None:
+    # No longer refused (it was while it meant the node Jobs' managedBy): it names the
+    # controller of the DaemonJob (test_multikueue.py has the MultiKueue rules).
+    assert messages(daemonjob(managedBy="api.practice.com/daemonjob-controller")) == []
+    assert messages(daemonjob(managedBy="example.com/other")) == []
+    assert messages(daemonjob(managedBy="other")) == [
+        'spec.managedBy: Invalid value: "other": must be a domain-prefixed path '
+        '(such as "acme.io/foo")']
 
 
 def test_selector_fields_forbidden() -> None:
