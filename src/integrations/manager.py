@@ -70,6 +70,7 @@ from jobframework.integrations import IntegrationManager
 from jobframework.queuelookup import CachedQueueLookup
 from jobframework.runtime.cache import compose_transforms, intern_strings, strip_managed_fields
 from jobframework.runtime.client import Client
+from jobframework.runtime.client.discovery import NoKindMatchError
 from jobframework.runtime.errors import NotFound
 from jobframework.runtime.healthz import ping
 from jobframework.runtime.leaderelection import LeaderElectionConfig
@@ -352,8 +353,12 @@ class ExternalFrameworkManager:
         if kueue.queues is None:
             # The webhooks hand a job to MultiKueue when its queue requires MultiKueue's
             # admission check (ApplyDefaultForManagedBy): they read the queues from here.
-            kueue = attrs.evolve(kueue, queues=await CachedQueueLookup.for_cache(
-                mgr.get_cache()))
+            try:
+                kueue = attrs.evolve(kueue, queues=await CachedQueueLookup.for_cache(
+                    mgr.get_cache()))
+            except NoKindMatchError as err:
+                log.warning("Kueue's queue kinds are not served (%s): jobs will not be "
+                            "handed to MultiKueue", err)
         for integration in self.integrations:
             self.wiring[integration.name] = await integration.setup(
                 mgr, webhook_server=server, kueue=kueue)

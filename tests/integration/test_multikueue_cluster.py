@@ -17,7 +17,7 @@ import contextlib
 import os
 import shutil
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -25,9 +25,10 @@ import pytest_asyncio
 
 from integrations.catalog import reference_integration
 from integrations.manager import ExternalFrameworkManager, ManagerOptions
+from jobframework.runtime.client import PropagationPolicy
 from jobframework.runtime.client.rest import RestClient
-from jobframework.runtime.objects import GVK
-from jobframework.testing.cluster import cache_root
+from jobframework.runtime.objects import GVK, Object
+from jobframework.testing.cluster import COMPLETE_DELAY_ANNOTATION, EXTERNAL_FRAMEWORKS, cache_root
 from jobframework.testing.cluster.multikueue import (
     LOCAL_QUEUE,
     MULTIKUEUE_CONTROLLER,
@@ -35,6 +36,8 @@ from jobframework.testing.cluster.multikueue import (
     MultiKueueEnvironment,
     clients,
     configure,
+    manager_topology,
+    worker_topology,
 )
 
 from .helpers import JOB_GVK, NS, POD_GVK, eventually, is_true, workload_of
@@ -42,15 +45,25 @@ from .test_appwrapper_cluster import AW_GVK, appwrapper, phase, wrapped_job
 
 pytestmark = [pytest.mark.cluster, pytest.mark.asyncio(loop_scope="module")]
 
-#: The integrations whose jobs go through MultiKueue here.
-INTEGRATIONS = ("appwrapper",)
+#: Our integrations on the manager cluster, and on the workers.
+MANAGER_INTEGRATIONS = ("jobflow", "daemonjob", "appwrapper")
+WORKER_INTEGRATIONS = (*MANAGER_INTEGRATIONS, "batchjob")
+#: batch/v1 Jobs: Kueue's generic adapter copies a Job's whole spec (its selector and
+#: controller-uid labels included, which a worker's API server refuses), so on the
+#: manager cluster Kueue's own batch/job integration and its Job adapter handle them;
+#: on the workers Kueue's batch/job is off and ours runs the copies (a built-in
+#: framework must stay listed there: an empty list means batch/job).
+WORKER_BUILT_IN = ("jobset.x-k8s.io/jobset",)
+WORKER_EXTERNAL = (*EXTERNAL_FRAMEWORKS, "Job.v1.batch")
 
 
 @pytest.fixture(scope="module")
 def multikueue_clusters(request: pytest.FixtureRequest) -> Any:
     """The manager and two workers, for this module."""
     root = cache_root() / "clusters" / f"pytest-{os.getpid()}-mk"
-    env = MultiKueueEnvironment(root)
+    env = MultiKueueEnvironment(root, manager=manager_topology(EXTERNAL_FRAMEWORKS),
+                                worker=worker_topology(WORKER_EXTERNAL,
+                                                       frameworks=WORKER_BUILT_IN))
     started = time.monotonic()
     clusters = env.up()
     print(f"\nmultikueue clusters up in {time.monotonic() - started:.1f}s")
@@ -72,11 +85,12 @@ async def envs(multikueue_clusters: MultiKueueClusters
     running on every cluster."""
     async with clients(multikueue_clusters) as (manager, workers), \
             contextlib.AsyncExitStack() as stack:
-        for client in (manager, *workers.values()):
+        for client, ours in ((manager, MANAGER_INTEGRATIONS),
+                             *((w, WORKER_INTEGRATIONS) for w in workers.values())):
             await stack.enter_async_context(ExternalFrameworkManager(
-                client, ManagerOptions(integrations=INTEGRATIONS)))
+                client, ManagerOptions(integrations=ours)))
         # Kueue watches every kind of multiKueue.externalFrameworks on each worker.
-        crds = [crd for name in ("jobflow", "daemonjob", "appwrapper")
+        crds = [crd for name in MANAGER_INTEGRATIONS
                 for crd in reference_integration(name).load_crds()]
         await configure(manager, multikueue_clusters.workers, workers, crds=crds)
         yield manager, workers
@@ -134,3 +148,61 @@ async def test_appwrapper_runs_on_one_worker_and_finishes_on_both_sides(
     await manager.delete(AW_GVK, "mk-aw", namespace=NS)
 
 
+
+
+async def test_batch_job_runs_on_one_worker_and_finishes_on_both_sides(
+        envs: tuple[RestClient, dict[str, RestClient]]) -> None:
+    """Kueue's own Job adapter copies the Job to a worker, where our batchjob
+    integration (Kueue's batch/job is off there) and the worker's Job controller run it;
+    its status comes back onto the manager's Job."""
+    manager, workers = envs
+    job = {"apiVersion": "batch/v1", "kind": "Job",
+           "metadata": {"name": "mk-job", "namespace": NS,
+                        "labels": {"kueue.x-k8s.io/queue-name": LOCAL_QUEUE}},
+           "spec": {"backoffLimit": 0, "template": {
+               "metadata": {"annotations": {COMPLETE_DELAY_ANNOTATION: "4s"}},
+               "spec": {"restartPolicy": "Never", "containers": [{
+                   "name": "main", "image": "registry.example/fake:1",
+                   "resources": {"requests": {"cpu": "200m"}}}]}}}}
+    created = await manager.create(job)
+    assert created["spec"].get("managedBy") == MULTIKUEUE_CONTROLLER  # Kueue's webhook
+    seen_on = await _run_until(manager, workers, JOB_GVK, "mk-job", lambda obj: is_true(
+        obj, "Complete"))
+    assert len(seen_on) == 1, f"the Job ran on {sorted(seen_on) or 'no worker'}"
+    assert not [p for p in (await manager.list(POD_GVK, namespace=NS)).items
+                if p["metadata"]["name"].startswith("mk-job")], "a pod ran on the manager"
+    await manager.delete(JOB_GVK, "mk-job", namespace=NS,
+                         propagation_policy=PropagationPolicy.BACKGROUND)
+
+
+async def _run_until(manager: RestClient, workers: dict[str, RestClient], gvk: GVK,
+                     name: str, done: Callable[[Object], bool]) -> set[str]:
+    """Wait until the manager's object is ``done`` and its Workload Finished; return the
+    workers a copy of it was seen on meanwhile, and check none is left."""
+    seen_on: set[str] = set()
+
+    async def watch_workers() -> None:
+        while True:
+            for wname, client in workers.items():
+                if name in await _names_on(client, gvk):
+                    seen_on.add(wname)
+            await asyncio.sleep(0.2)
+
+    watcher = asyncio.create_task(watch_workers())
+    try:
+        async def finished() -> bool:
+            obj = await manager.get(gvk, name, namespace=NS)
+            wl = await workload_of(manager, obj)
+            return done(obj) and wl is not None and is_true(wl, "Finished")
+
+        await eventually(f"{gvk.kind} {name} to finish on the manager cluster", finished, 180)
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
+
+    async def no_copy_left() -> bool:
+        return all([name not in await _names_on(client, gvk) for client in workers.values()])
+
+    await eventually(f"the workers' copies of {name} to be removed", no_copy_left, 120)
+    return seen_on

@@ -40,6 +40,7 @@ from jobframework.runtime.client.rest import RestClient
 from jobframework.runtime.errors import AlreadyExists, NotFound
 from jobframework.runtime.objects import GVK, Object
 
+from .binaries import module_source
 from .cluster import ClusterInfo, LocalCluster
 from .manifests import EXTERNAL_FRAMEWORKS, Topology
 
@@ -64,16 +65,39 @@ LOCAL_QUEUE_GVK: Final = GVK("kueue.x-k8s.io", "v1beta2", "LocalQueue")
 
 
 def manager_topology(external_frameworks: Sequence[str] = EXTERNAL_FRAMEWORKS, *,
+                     frameworks: Sequence[str] = ("batch/job",),
                      origin: str = "kueue-jf-manager",
                      worker_lost_timeout: str = "30s",
                      gc_interval: str = "10s") -> Topology:
     """The manager cluster: Kueue's MultiKueue with the generic adapter for
-    ``external_frameworks`` (``Kind.version.group``). The worker-lost timeout is short
-    (Kueue's default is 15 minutes) so that a test can watch a job move to another
-    worker."""
-    return Topology(extra_kueue_config={"multiKueue": {
-        "origin": origin, "gcInterval": gc_interval, "workerLostTimeout": worker_lost_timeout,
-        "externalFrameworks": [{"name": name} for name in external_frameworks]}})
+    ``external_frameworks`` (``Kind.version.group``; also Kueue's
+    ``integrations.externalFrameworks``), Kueue's built-in ``frameworks`` on. The
+    worker-lost timeout is short (Kueue's default is 15 minutes) so that a test can
+    watch a job move to another worker."""
+    return Topology(
+        frameworks=tuple(frameworks), external_frameworks=tuple(external_frameworks),
+        extra_kueue_config={"multiKueue": {
+            "origin": origin, "gcInterval": gc_interval,
+            "workerLostTimeout": worker_lost_timeout,
+            "externalFrameworks": [{"name": name} for name in external_frameworks]}})
+
+
+def worker_topology(external_frameworks: Sequence[str] = EXTERNAL_FRAMEWORKS, *,
+                    frameworks: Sequence[str] = ("batch/job",)) -> Topology:
+    """A worker cluster: Kueue with the same built-in and external frameworks."""
+    return Topology(frameworks=tuple(frameworks),
+                    external_frameworks=tuple(external_frameworks))
+
+
+def jobset_crds() -> list[Object]:
+    """JobSet's CRDs, from the module Kueue's pins use (in Go's module cache). Kueue
+    watches the kinds of its built-in frameworks on every worker too, so a cluster that
+    keeps ``jobset.x-k8s.io/jobset`` on (to switch ``batch/job`` off) needs them there."""
+    source = module_source("kueue", "sigs.k8s.io/jobset").dir
+    out: list[Object] = []
+    for path in sorted((source / "config" / "components" / "crd" / "bases").glob("*.yaml")):
+        out.extend(d for d in yaml.safe_load_all(path.read_text()) if d)
+    return out
 
 
 def inline_kubeconfig(info: ClusterInfo, name: str) -> str:
@@ -108,7 +132,7 @@ class MultiKueueEnvironment:
                  manager: Topology | None = None, worker: Topology | None = None) -> None:
         self.root = root
         self.manager = LocalCluster(root / "manager", manager or manager_topology())
-        self.workers = {name: LocalCluster(root / name, worker or Topology())
+        self.workers = {name: LocalCluster(root / name, worker or worker_topology())
                         for name in workers}
 
     def up(self) -> MultiKueueClusters:
