@@ -123,6 +123,23 @@ SUPPORTED_PREBUILT_WORKLOAD_GVKS: Final = frozenset({
 })
 
 
+#: Kinds declared by their integrations to run correctly with a prebuilt Workload
+#: (:func:`support_prebuilt_workload`), accepted besides Kueue's list.
+_DECLARED_PREBUILT_WORKLOAD_GVKS: set[str] = set()
+
+
+def support_prebuilt_workload(gvk: GVK) -> None:
+    """Accept the prebuilt-workload label on ``gvk`` jobs.
+
+    Kueue accepts it only on the kinds of :data:`SUPPORTED_PREBUILT_WORKLOAD_GVKS` ("to be
+    relaxed once each integration is confirmed to run with a prebuilt Workload"). A
+    MultiKueue worker's copy of a job always names one, so an integration that runs
+    correctly with it, and wants its jobs dispatched by MultiKueue's generic adapter,
+    declares its kind here when it registers (as ours do).
+    """
+    _DECLARED_PREBUILT_WORKLOAD_GVKS.add(str(gvk))
+
+
 def validate_label_as_crd_name(obj: Mapping[str, Any], key: str) -> ErrorList:
     """If the label is present its value must be a DNS-1123 subdomain."""
     errs = ErrorList()
@@ -236,7 +253,8 @@ def _validate_create_for_prebuilt_workload(job: GenericJob, features: FeatureGat
     errs = validate_prebuilt_workload_name(obj, features=features)
     if prebuilt_workload_name_for(obj, features=features):
         gvk = str(job.gvk())
-        if gvk not in SUPPORTED_PREBUILT_WORKLOAD_GVKS:
+        if (gvk not in SUPPORTED_PREBUILT_WORKLOAD_GVKS
+                and gvk not in _DECLARED_PREBUILT_WORKLOAD_GVKS):
             errs.append(forbidden(get_prebuilt_workload_path(obj, features=features),
                                   f"Is not supported for {go_quote(gvk)}"))
     return errs

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import shutil
 import time
@@ -24,6 +25,8 @@ import pytest
 import pytest_asyncio
 
 from integrations.catalog import reference_integration
+from integrations.daemonjob import DAEMONJOB_GVK, NODES_ANNOTATION
+from integrations.jobflow import JOBFLOW_GVK
 from integrations.manager import ExternalFrameworkManager, ManagerOptions
 from jobframework.runtime.client import PropagationPolicy
 from jobframework.runtime.client.rest import RestClient
@@ -42,6 +45,9 @@ from jobframework.testing.cluster.multikueue import (
 
 from .helpers import JOB_GVK, NS, POD_GVK, eventually, is_true, workload_of
 from .test_appwrapper_cluster import AW_GVK, appwrapper, phase, wrapped_job
+from .test_daemonjob_cluster import daemonjob
+from .test_daemonjob_cluster import state_of as dj_state
+from .test_jobflow_cluster import jobflow, state_of, step
 
 pytestmark = [pytest.mark.cluster, pytest.mark.asyncio(loop_scope="module")]
 
@@ -206,3 +212,44 @@ async def _run_until(manager: RestClient, workers: dict[str, RestClient], gvk: G
 
     await eventually(f"the workers' copies of {name} to be removed", no_copy_left, 120)
     return seen_on
+
+
+async def test_jobflow_runs_on_one_worker_and_finishes_on_both_sides(
+        envs: tuple[RestClient, dict[str, RestClient]]) -> None:
+    """Kueue's generic adapter copies the JobFlow (managedBy removed) to a worker, where
+    our DAG controller runs its steps; the worker's status (steps, state) is mirrored
+    onto the manager's JobFlow, whose own controller leaves it alone."""
+    manager, workers = envs
+    flow = jobflow("mk-flow", LOCAL_QUEUE, [step("a", cpu="200m", run="2s"),
+                                            step("b", cpu="200m", run="2s", deps=("a",))])
+    created = await manager.create(flow)
+    assert created["spec"].get("managedBy") == MULTIKUEUE_CONTROLLER
+    seen_on = await _run_until(manager, workers, JOBFLOW_GVK, "mk-flow",
+                               lambda obj: state_of(obj) == "Succeed")
+    assert len(seen_on) == 1, f"the JobFlow ran on {sorted(seen_on) or 'no worker'}"
+    obj = await manager.get(JOBFLOW_GVK, "mk-flow", namespace=NS)
+    assert {f["name"]: f["phase"] for f in obj["status"]["flows"]} == {
+        "a": "Succeeded", "b": "Succeeded"}, "the worker's step status is mirrored"
+    assert not [j for j in (await manager.list(JOB_GVK, namespace=NS)).items
+                if j["metadata"]["name"].startswith("mk-flow")], "a step ran on the manager"
+    await manager.delete(JOBFLOW_GVK, "mk-flow", namespace=NS)
+
+
+async def test_daemonjob_runs_its_declared_nodes_on_one_worker(
+        envs: tuple[RestClient, dict[str, RestClient]]) -> None:
+    """A MultiKueue DaemonJob declares its nodes (both workers have them): the manager's
+    Workload counts them, the chosen worker runs exactly those."""
+    manager, workers = envs
+    nodes = ["kwok-on-demand-0", "kwok-on-demand-1"]
+    dj = daemonjob("mk-dj", LOCAL_QUEUE, cpu="100m", run="2s")
+    dj["metadata"]["annotations"] = {NODES_ANNOTATION: json.dumps(nodes)}
+    created = await manager.create(dj)
+    assert created["spec"].get("managedBy") == MULTIKUEUE_CONTROLLER
+    wl = await eventually("the DaemonJob's Workload", lambda: workload_of(manager, created))
+    assert wl["spec"]["podSets"][0]["count"] == len(nodes)
+    seen_on = await _run_until(manager, workers, DAEMONJOB_GVK, "mk-dj",
+                               lambda obj: dj_state(obj) == "Succeed")
+    assert len(seen_on) == 1, f"the DaemonJob ran on {sorted(seen_on) or 'no worker'}"
+    obj = await manager.get(DAEMONJOB_GVK, "mk-dj", namespace=NS)
+    assert sorted(n["name"] for n in obj["status"]["nodes"]) == nodes
+    await manager.delete(DAEMONJOB_GVK, "mk-dj", namespace=NS)

@@ -38,6 +38,7 @@ from jobframework.reconciler import (
 from jobframework.runtime.manager import Manager
 from jobframework.runtime.objects import Object
 from jobframework.runtime.selectors import LabelSelector
+from jobframework.validation import support_prebuilt_workload
 from jobframework.webhook import WebhookBuilder, WebhookServer
 
 from .api import JOBFLOW_GVK, JOBTEMPLATE_GVK
@@ -147,6 +148,8 @@ CALLBACKS: Final = IntegrationCallbacks(
 
 def register(manager: IntegrationManager | None = None) -> None:
     """Register the framework with ``manager`` (default: the process-wide one), once."""
+    # A MultiKueue worker's copy names its prebuilt Workload; the adapter runs with it.
+    support_prebuilt_workload(JOBFLOW_GVK)
     register_integration_once(FRAMEWORK_NAME, CALLBACKS, manager=manager)
 
 

@@ -19,6 +19,7 @@ from jobframework.validation import (
     prebuilt_workload_name_for,
     set_prebuilt_workload_name,
     should_validate_ray_or_spark_job_on_update,
+    support_prebuilt_workload,
     validate_job_on_create,
     validate_job_on_update,
     workload_slice_enabled,
@@ -114,6 +115,25 @@ def test_prebuilt_unsupported_kind(kit: Any) -> None:
     assert msgs(validate_job_on_create(kit.FakeJob(obj, custom))) == [
         "metadata.labels[kueue.x-k8s.io/prebuilt-workload-name]: Forbidden: Is not supported "
         'for "example.com/v1, Kind=Sample"']
+
+
+def test_prebuilt_accepted_on_a_kind_its_integration_declares(kit: Any) -> None:
+    obj = kit.make_job(labels={PREBUILT: "wl"})
+    declared = GVK("example.com", "v1", "Declared")
+    assert msgs(validate_job_on_create(kit.FakeJob(obj, declared))) != []
+    support_prebuilt_workload(declared)
+    assert validate_job_on_create(kit.FakeJob(obj, declared)) == []
+    # Our integrations declare theirs when they register (MultiKueue's worker copies).
+    from integrations.daemonjob import DAEMONJOB_GVK
+    from integrations.daemonjob import register as register_dj
+    from integrations.jobflow import JOBFLOW_GVK
+    from integrations.jobflow import register as register_jf
+    from jobframework.integrations import IntegrationManager
+    im = IntegrationManager()
+    register_jf(im)
+    register_dj(im)
+    for gvk in (JOBFLOW_GVK, DAEMONJOB_GVK):
+        assert validate_job_on_create(kit.FakeJob(obj, gvk)) == []
 
 
 def test_prebuilt_invalid_names(kit: Any) -> None:
