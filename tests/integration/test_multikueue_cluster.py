@@ -75,7 +75,7 @@ def multikueue_clusters(request: pytest.FixtureRequest) -> Any:
     print(f"\nmultikueue clusters up in {time.monotonic() - started:.1f}s")
     failed_before = request.session.testsfailed
     try:
-        yield clusters
+        yield clusters, env
     finally:
         env.down()
         if request.session.testsfailed == failed_before:
@@ -85,11 +85,12 @@ def multikueue_clusters(request: pytest.FixtureRequest) -> Any:
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def envs(multikueue_clusters: MultiKueueClusters
+async def envs(multikueue_clusters: tuple[MultiKueueClusters, MultiKueueEnvironment]
                ) -> AsyncIterator[tuple[RestClient, dict[str, RestClient]]]:
     """Clients of the manager and the workers; MultiKueue configured; our manager
     running on every cluster."""
-    async with clients(multikueue_clusters) as (manager, workers), \
+    clusters, _ = multikueue_clusters
+    async with clients(clusters) as (manager, workers), \
             contextlib.AsyncExitStack() as stack:
         for client, ours in ((manager, MANAGER_INTEGRATIONS),
                              *((w, WORKER_INTEGRATIONS) for w in workers.values())):
@@ -98,7 +99,7 @@ async def envs(multikueue_clusters: MultiKueueClusters
         # Kueue watches every kind of multiKueue.externalFrameworks on each worker.
         crds = [crd for name in MANAGER_INTEGRATIONS
                 for crd in reference_integration(name).load_crds()]
-        await configure(manager, multikueue_clusters.workers, workers, crds=crds)
+        await configure(manager, clusters.workers, workers, crds=crds)
         yield manager, workers
 
 
@@ -253,3 +254,56 @@ async def test_daemonjob_runs_its_declared_nodes_on_one_worker(
     obj = await manager.get(DAEMONJOB_GVK, "mk-dj", namespace=NS)
     assert sorted(n["name"] for n in obj["status"]["nodes"]) == nodes
     await manager.delete(DAEMONJOB_GVK, "mk-dj", namespace=NS)
+
+
+async def test_a_lost_worker_s_job_completes_on_the_other_and_is_not_duplicated(
+        envs: tuple[RestClient, dict[str, RestClient]],
+        multikueue_clusters: tuple[MultiKueueClusters, MultiKueueEnvironment]) -> None:
+    """The worker running a JobFlow loses its API server: after the worker-lost timeout
+    (30 s here) Kueue requeues the Workload and it completes on the other worker; when
+    the lost worker returns, its stale copy is removed and the JobFlow ran to success
+    once."""
+    manager, workers = envs
+    _, env = multikueue_clusters
+    flow = jobflow("mk-lost", LOCAL_QUEUE, [step("a", cpu="200m", run="25s")])
+    await manager.create(flow)
+
+    async def running_on() -> str | None:
+        for name, client in workers.items():
+            if "mk-lost" in await _names_on(client, JOBFLOW_GVK):
+                return name
+        return None
+
+    lost = await eventually("the JobFlow to reach a worker", running_on, 120)
+    other = next(name for name in workers if name != lost)
+    env.workers[lost].stop_component("kube-apiserver")
+    try:
+        async def moved() -> bool:
+            return "mk-lost" in await _names_on(workers[other], JOBFLOW_GVK)
+
+        await eventually(f"the JobFlow to be dispatched to {other}", moved, 180)
+
+        async def succeeded() -> bool:
+            obj = await manager.get(JOBFLOW_GVK, "mk-lost", namespace=NS)
+            wl = await workload_of(manager, obj)
+            return state_of(obj) == "Succeed" and wl is not None and is_true(wl, "Finished")
+
+        await eventually("the JobFlow to succeed on the manager cluster", succeeded, 180)
+        wl = await workload_of(manager, await manager.get(JOBFLOW_GVK, "mk-lost",
+                                                          namespace=NS))
+        assert wl is not None
+        (check,) = wl["status"]["admissionChecks"]
+        assert f'"{other}"' in check["message"], check
+    finally:
+        await asyncio.to_thread(env.workers[lost].start_component, "kube-apiserver")
+
+    async def nothing_left() -> bool:
+        return all(["mk-lost" not in await _names_on(client, JOBFLOW_GVK)
+                    for client in workers.values()])
+
+    await eventually("no copy left on either worker once the lost one returns",
+                     nothing_left, 180)
+    flows = [f for f in (await manager.list(JOBFLOW_GVK, namespace=NS)).items
+             if f["metadata"]["name"] == "mk-lost"]
+    assert len(flows) == 1 and state_of(flows[0]) == "Succeed"
+    await manager.delete(JOBFLOW_GVK, "mk-lost", namespace=NS)

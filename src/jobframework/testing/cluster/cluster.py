@@ -135,6 +135,7 @@ class LocalCluster:
         self.state_dir = (state_dir or default_state_dir()).absolute()
         self.topology = topology or manifests.Topology()
         self.procs = Processes(self.state_dir)
+        self._stopped: dict[str, tuple[str, ...]] = {}
         self.verbosity = verbosity
         self._log = log or (lambda msg: print(f"[cluster] {msg}", file=sys.stderr, flush=True))
         self._t0 = time.monotonic()
@@ -181,6 +182,31 @@ class LocalCluster:
         return report
 
     # ------------------------------------------------------------------ down
+
+    def stop_component(self, name: str) -> None:
+        """Stop one process of the running cluster (``kube-apiserver``, ``kueue``, ...),
+        as an outage would; :meth:`start_component` brings it back as it was."""
+        record = self.procs.record(name)
+        if record is None:
+            raise LookupError(f"no process {name!r} runs in {self.state_dir}")
+        self._stopped[name] = record.argv
+        self.procs.stop(name)
+
+    def start_component(self, name: str, *, ready_timeout: float = 90.0) -> None:
+        """Start again a process :meth:`stop_component` stopped, with the same command
+        line; for the API server, wait until it is ready."""
+        try:
+            argv = self._stopped.pop(name)
+        except KeyError:
+            raise LookupError(f"{name!r} was not stopped by stop_component") from None
+        env = {**os.environ, "KUBECONFIG": str(self.state_dir / "kubeconfig")}
+        self.procs.start(name, argv, cwd=self.state_dir / "run" / name, env=env)
+        info = self.info()
+        if name == "kube-apiserver" and info is not None:
+            kube = info.client()
+            self._t0 = time.monotonic()
+            self._wait("kube-apiserver /readyz", lambda: kube.get_text("/readyz") == "ok",
+                       ready_timeout)
 
     def down(self) -> list[str]:
         """Stop every process this state directory records; return their names."""
