@@ -9,11 +9,40 @@ and provides ``spec`` and ``features``.
 from __future__ import annotations
 
 import abc
-from typing import Any, ClassVar
+from collections.abc import Mapping
+from typing import Any, ClassVar, Final
 
+from . import field
 from .constants import FeatureGate, FeatureGates
+from .k8svalidation import is_domain_prefixed_path
 
-__all__ = ["SpecManagedBy"]
+__all__ = [
+    "MANAGED_BY_PATH",
+    "MAX_MANAGED_BY_LENGTH",
+    "SpecManagedBy",
+    "validate_managed_by",
+]
+
+#: batch/v1 Job's limit on ``spec.managedBy``.
+MAX_MANAGED_BY_LENGTH: Final = 63
+#: Where the kinds of :class:`SpecManagedBy` keep it.
+MANAGED_BY_PATH: Final = field.Path.new("spec").child("managedBy")
+
+
+def validate_managed_by(obj: Mapping[str, Any]) -> field.ErrorList:
+    """``spec.managedBy``, when set: a string, a domain-prefixed path of at most
+    :data:`MAX_MANAGED_BY_LENGTH` characters (batch/v1 Job's rule); errors name the
+    field."""
+    spec = obj.get("spec") or {}
+    value = spec.get("managedBy")
+    if value is None:
+        return field.ErrorList()
+    if not isinstance(value, str):
+        return field.ErrorList([field.invalid(MANAGED_BY_PATH, value, "must be a string")])
+    errs = is_domain_prefixed_path(MANAGED_BY_PATH, value)
+    if len(value) > MAX_MANAGED_BY_LENGTH:
+        errs.append(field.too_long(MANAGED_BY_PATH, value, MAX_MANAGED_BY_LENGTH))
+    return errs
 
 
 class SpecManagedBy:

@@ -25,6 +25,7 @@ from typing import Any, Final
 
 import attrs
 
+from jobframework import managedby
 from jobframework.runtime.objects import GVK, Object, annotations_of
 
 from .._manifests import load_yaml_folder
@@ -70,7 +71,7 @@ FORBIDDEN_JOB_FIELDS: Final = {
 #: to that controller: the per-node controller leaves it alone (:func:`managed_elsewhere`).
 DAEMONJOB_MANAGED_BY_CONTROLLER: Final = f"{GROUP}/daemonjob-controller"
 #: Longest ``spec.managedBy``, as batch/v1 Job's.
-MAX_MANAGED_BY_LENGTH: Final = 63
+MAX_MANAGED_BY_LENGTH: Final = managedby.MAX_MANAGED_BY_LENGTH
 
 
 class State(enum.StrEnum):

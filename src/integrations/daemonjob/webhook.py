@@ -47,15 +47,15 @@ from typing import Any
 from jobframework import field
 from jobframework.constants import MULTIKUEUE_CONTROLLER_NAME
 from jobframework.field import OMIT_VALUE, ErrorList, Path, validate_immutable_field
+from jobframework.managedby import validate_managed_by
 from jobframework.runtime.client import Reader
 from jobframework.runtime.objects import Object, annotations_of, name_of
-from jobframework.validation import is_dns1123_subdomain, is_domain_prefixed_path
+from jobframework.validation import is_dns1123_subdomain
 from jobframework.webhook import AdmissionRequest, ValidationError, Warnings
 
 from .api import (
     DAEMONJOB_NAME_LABEL,
     FORBIDDEN_JOB_FIELDS,
-    MAX_MANAGED_BY_LENGTH,
     NODE_GVK,
     NODE_LABEL,
     NODES_ANNOTATION,
@@ -106,21 +106,6 @@ def _validate_exclude_list(value: Any) -> ErrorList:
         if msgs:
             errs.append(field.invalid(path, value, f"entry {i + 1} ({field.go_quote(entry)}) "
                                       "is not a node name: " + "; ".join(msgs)))
-    return errs
-
-
-def validate_managed_by(dj: Object) -> ErrorList:
-    """``spec.managedBy``, when set: a domain-prefixed path of at most 63 characters
-    (batch/v1 Job's rule)."""
-    spec = dj.get("spec") or {}
-    if spec.get("managedBy") is None:
-        return ErrorList()
-    value = spec["managedBy"]
-    if not isinstance(value, str):
-        return ErrorList([field.invalid(_MANAGED_BY, value, "must be a string")])
-    errs = is_domain_prefixed_path(_MANAGED_BY, value)
-    if len(value) > MAX_MANAGED_BY_LENGTH:
-        errs.append(field.too_long(_MANAGED_BY, value, MAX_MANAGED_BY_LENGTH))
     return errs
 
 

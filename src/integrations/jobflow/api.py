@@ -20,6 +20,7 @@ from typing import Any, Final
 
 import attrs
 
+from jobframework import managedby
 from jobframework.runtime.objects import GVK, Object
 
 from .._manifests import load_yaml_folder
@@ -53,7 +54,7 @@ MAX_FLOWS: Final = 18
 #: that controller: the DAG controller leaves it alone (:func:`managed_elsewhere`).
 JOBFLOW_MANAGED_BY_CONTROLLER: Final = f"{GROUP}/jobflow-controller"
 #: Longest ``spec.managedBy``, as batch/v1 Job's.
-MAX_MANAGED_BY_LENGTH: Final = 63
+MAX_MANAGED_BY_LENGTH: Final = managedby.MAX_MANAGED_BY_LENGTH
 
 
 class State(enum.StrEnum):

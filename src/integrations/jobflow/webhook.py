@@ -37,11 +37,11 @@ from jobframework.field import (
     Path,
     validate_immutable_field,
 )
+from jobframework.managedby import validate_managed_by
 from jobframework.runtime.objects import Object, name_of
 from jobframework.validation import (
     is_dns1123_label,
     is_dns1123_subdomain,
-    is_domain_prefixed_path,
 )
 from jobframework.webhook import AdmissionRequest, ValidationError, Warnings
 
@@ -49,7 +49,6 @@ from .api import (
     FLOW_NAME_LABEL,
     JOBFLOW_NAME_LABEL,
     MAX_FLOWS,
-    MAX_MANAGED_BY_LENGTH,
     JobFlowSpec,
     State,
     child_job_name,
@@ -59,21 +58,6 @@ from .dag import find_cycle
 _SPEC = Path.new("spec")
 _FLOWS = _SPEC.child("flows")
 _MANAGED_BY = _SPEC.child("managedBy")
-
-
-def validate_managed_by(jobflow: Object) -> ErrorList:
-    """``spec.managedBy``, when set: a domain-prefixed path of at most 63 characters
-    (batch/v1 Job's rule)."""
-    spec = jobflow.get("spec") or {}
-    if "managedBy" not in spec or spec["managedBy"] is None:
-        return ErrorList()
-    value = spec["managedBy"]
-    if not isinstance(value, str):
-        return ErrorList([field.invalid(_MANAGED_BY, value, "must be a string")])
-    errs = is_domain_prefixed_path(_MANAGED_BY, value)
-    if len(value) > MAX_MANAGED_BY_LENGTH:
-        errs.append(field.too_long(_MANAGED_BY, value, MAX_MANAGED_BY_LENGTH))
-    return errs
 
 
 def validate_managed_by_update(old: Object, new: Object) -> ErrorList:
