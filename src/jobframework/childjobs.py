@@ -373,6 +373,31 @@ def child_status_entry(name: str, phase: str, job_name: str, reason: str = "",
     return d
 
 
+def mirrored_children(parent: Mapping[str, Any], key: str
+                      ) -> list[tuple[Mapping[str, Any], Mapping[str, Any]]]:
+    """The children (``status[key]`` entries: flows, nodes) whose Job is in the parent's
+    ``jobStatusList``, each with that Job's status.
+
+    Read defensively and by names only (``jobStatusList`` keys are
+    ``<job>/<namespace>``): the status may be a copy of another cluster's, as MultiKueue
+    mirrors a worker's whole status, naming Jobs and nodes that are not local; entries
+    of an unexpected shape are left out.
+    """
+    status = parent.get("status")
+    status = status if isinstance(status, Mapping) else {}
+    raw = status.get("jobStatusList")
+    by_job = {str(k).partition("/")[0]: v for k, v in raw.items()
+              if isinstance(v, Mapping)} if isinstance(raw, Mapping) else {}
+    entries = status.get(key)
+    out = []
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, Mapping):
+            job_status = by_job.get(str(entry.get("jobName") or ""))
+            if job_status is not None:
+                out.append((entry, job_status))
+    return out
+
+
 class ParentReconciler:
     """Base of the controllers of parents of child Jobs: their reads, writes, events and
     clock."""
@@ -462,6 +487,7 @@ __all__ = [
     "injected_info",
     "job_outcome",
     "merge_pod_template_params",
+    "mirrored_children",
     "pod_count",
     "pod_template_parts",
     "restore_info",

@@ -43,7 +43,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from jobframework.api.workload import PodSet, ReclaimablePod
-from jobframework.childjobs import JobPhase, info_fits, infos_to_json, job_outcome
+from jobframework.childjobs import (
+    JobPhase,
+    info_fits,
+    infos_to_json,
+    job_outcome,
+    mirrored_children,
+)
 from jobframework.constants import DEFAULT_FEATURES, FeatureGates
 from jobframework.field import ErrorList
 from jobframework.indexer import list_owned_workloads
@@ -107,25 +113,13 @@ def pods_ready_from_status(daemonjob: Mapping[str, Any], per_node: int) -> bool:
     name), so a status copied from another cluster, naming its nodes and Jobs, is read as
     is.
     """
-    status = daemonjob.get("status")
-    status = status if isinstance(status, Mapping) else {}
-    raw = status.get("jobStatusList")
-    by_job = {str(k).partition("/")[0]: v for k, v in raw.items()
-              if isinstance(v, Mapping)} if isinstance(raw, Mapping) else {}
-    nodes = status.get("nodes")
-    started = False
-    for entry in nodes if isinstance(nodes, list) else []:
-        if not isinstance(entry, Mapping):
-            continue
-        job_status = by_job.get(str(entry.get("jobName") or ""))
-        if job_status is None:
-            continue
-        started = True
-        if entry.get("phase") != NodePhase.RUNNING.value:
-            continue
-        if _count(job_status.get("ready")) + _count(job_status.get("succeeded")) < per_node:
+    children = mirrored_children(daemonjob, "nodes")
+    for entry, job_status in children:
+        if (entry.get("phase") == NodePhase.RUNNING.value
+                and _count(job_status.get("ready")) + _count(job_status.get("succeeded"))
+                < per_node):
             return False
-    return started
+    return bool(children)
 
 
 class DaemonJobJob(SpecManagedBy, GenericJob):

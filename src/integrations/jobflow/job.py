@@ -36,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from jobframework.api.workload import PodSet, ReclaimablePod
-from jobframework.childjobs import infos_to_json
+from jobframework.childjobs import infos_to_json, mirrored_children
 from jobframework.constants import DEFAULT_FEATURES, FeatureGates
 from jobframework.field import ErrorList
 from jobframework.interface import FinishedResult, GenericJob
@@ -126,27 +126,14 @@ def pods_ready_from_status(jobflow: Mapping[str, Any], specs: Mapping[str, Any])
     name), so a status copied from another cluster is read as is; entries of steps the
     spec does not have are ignored.
     """
-    status = jobflow.get("status")
-    status = status if isinstance(status, Mapping) else {}
-    raw = status.get("jobStatusList")
-    by_job = {str(k).partition("/")[0]: v for k, v in raw.items()
-              if isinstance(v, Mapping)} if isinstance(raw, Mapping) else {}
-    flows = status.get("flows")
-    started = False
-    for entry in flows if isinstance(flows, list) else []:
-        if not isinstance(entry, Mapping):
-            continue
-        job_status = by_job.get(str(entry.get("jobName") or ""))
-        if job_status is None:
-            continue
-        started = True
+    children = mirrored_children(jobflow, "flows")
+    for entry, job_status in children:
         js = specs.get(str(entry.get("name") or ""))
-        if entry.get("phase") != FlowPhase.RUNNING.value or js is None:
-            continue
-        if _count(job_status.get("ready")) + _count(job_status.get("succeeded")) < \
-                pod_count(js):
+        if (entry.get("phase") == FlowPhase.RUNNING.value and js is not None
+                and _count(job_status.get("ready")) + _count(job_status.get("succeeded"))
+                < pod_count(js)):
             return False
-    return started
+    return bool(children)
 
 
 class JobFlowJob(SpecManagedBy, GenericJob):
