@@ -33,7 +33,7 @@ from typing import Any, Protocol, runtime_checkable
 from . import constants as c
 from .api.conditions import CONDITION_TRUE
 from .api.workload import Workload
-from .interface import StopReason
+from .interface import CapabilityMeta, StopReason
 from .podset import PodSetInfo
 from .runtime.client import Client
 from .runtime.objects import Object, ObjectKey
@@ -49,7 +49,7 @@ class EventRecorder(Protocol):
 
 
 @runtime_checkable
-class ComposableJob(Protocol):
+class ComposableJob(Protocol, metaclass=CapabilityMeta):
     """A job of several member objects with one Workload (Kueue's ``ComposableJob``)."""
 
     async def load(self, client: Client, key: ObjectKey) -> bool:

@@ -445,7 +445,7 @@ class FeatureGates:
     ``FeatureGates(ShortWorkloadNames=True, version=KueueVersion.MAIN)``.
     """
 
-    __slots__ = ("_values", "_version")
+    __slots__ = ("_resolved", "_values", "_version")
 
     def __init__(
         self, overrides: Mapping[FeatureGate | str, bool] | None = None, *,
@@ -455,6 +455,9 @@ class FeatureGates:
         values.update({FeatureGate(k): bool(v) for k, v in gates.items()})
         self._values: Mapping[FeatureGate, bool] = MappingProxyType(values)
         self._version = KueueVersion(version)
+        # Every gate's value, resolved once: gates are read many times per reconcile.
+        self._resolved: dict[FeatureGate, bool] = {
+            **VERSION_PROFILES[self._version].feature_gates, **values}
 
     @property
     def overrides(self) -> Mapping[FeatureGate, bool]:
@@ -473,8 +476,7 @@ class FeatureGates:
 
     def enabled(self, gate: FeatureGate) -> bool:
         """The gate's value (override, else the version's default)."""
-        value = self._values.get(gate)
-        return self.profile.feature_gates[gate] if value is None else value
+        return self._resolved[gate]
 
     def with_gates(self, **gates: bool) -> FeatureGates:
         """A copy with more gates set by their Kueue names (same version)."""

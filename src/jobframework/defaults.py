@@ -15,7 +15,7 @@ from . import constants as c
 from .constants import DEFAULT_FEATURES, FeatureGate, FeatureGates
 from .integrations import IntegrationManager
 from .interface import GenericJob, JobWithManagedBy
-from .runtime.client import Reader
+from .runtime.client import Reader, get_read_only
 from .runtime.objects import GVK, Object, is_being_deleted, namespace_of
 from .runtime.selectors import LabelSelector
 from .validation import queue_name_for_object, workload_priority_class_name
@@ -34,7 +34,7 @@ async def namespace_matches_selector(
     if selector is None:
         return True
     try:
-        ns = await reader.get(NAMESPACE_GVK, namespace)
+        ns = await get_read_only(reader, NAMESPACE_GVK, namespace)
     except Exception as err:
         raise RuntimeError(f"failed to get namespace: {err}") from err
     labels = (ns.get("metadata") or {}).get("labels") or {}

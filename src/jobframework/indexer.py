@@ -13,7 +13,9 @@ otherwise filters a namespace listing, so the reconciler also runs on a bare cli
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import weakref
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
@@ -71,11 +73,25 @@ async def setup_owner_uid_index(indexer: FieldIndexer, gvk: GVK) -> None:
     await indexer.index_field(gvk, OWNER_REFERENCE_UID, owner_uid_index_func)
 
 
+#: ``list`` function → whether it takes ``matching_fields`` (its signature, read once:
+#: ``inspect.signature`` on every reconcile was a measurable share of one).
+_MATCHING_FIELDS: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+
+
 def _supports_matching_fields(reader: Any) -> bool:
+    method = reader.list
+    func = getattr(method, "__func__", method)
     try:
-        return "matching_fields" in inspect.signature(reader.list).parameters
+        return _MATCHING_FIELDS[func]
+    except (KeyError, TypeError):
+        pass
+    try:
+        supported = "matching_fields" in inspect.signature(method).parameters
     except (TypeError, ValueError):
-        return False
+        supported = False
+    with contextlib.suppress(TypeError):  # not weakly referenceable: asked again next time
+        _MATCHING_FIELDS[func] = supported
+    return supported
 
 
 async def list_by_index(

@@ -99,7 +99,7 @@ from .reconcile_errors import UnretryableError as UnretryableError
 from .reconcile_errors import is_unretryable_error as is_unretryable_error
 from .runtime import errors
 from .runtime.builder import ControllerBuilder
-from .runtime.client import Client, PatchType, PropagationPolicy
+from .runtime.client import Client, PatchType, PropagationPolicy, get_read_only
 from .runtime.client.discovery import NoKindMatchError
 from .runtime.clock import Clock, parse_time
 from .runtime.objects import (
@@ -241,6 +241,10 @@ def go_semantic_equal(a: Any, b: Any, *, quantities: bool = False) -> bool:
     """
     from .validation import quantity_value
 
+    if a is b or (type(a) is type(b) and a == b):
+        # Equal JSON is semantically equal (the common case: the job's pod sets against
+        # its own Workload's), decided in C before walking the values one by one.
+        return True
     if _is_zero(a) and _is_zero(b):
         return True
     if isinstance(a, dict) and isinstance(b, dict):
@@ -468,7 +472,7 @@ class JobReconciler:
             return Result()
         # 4-5. Namespace selector, always respected.
         try:
-            ns = await self.client.get(NAMESPACE_GVK, req.namespace)
+            ns = await get_read_only(self.client, NAMESPACE_GVK, req.namespace)
         except errors.NotFound:
             log.debug("namespace %s not found; skipping selector check", req.namespace)
             return Result()
@@ -493,7 +497,7 @@ class JobReconciler:
             if is_top_level or not queue_name_for_object(ancestor or {}):
                 return Result()
         elif self.manage_jobs_without_queue_name and not queue_name(job):
-            ns = await self.client.get(NAMESPACE_GVK, req.namespace)
+            ns = await get_read_only(self.client, NAMESPACE_GVK, req.namespace)
             if selector is not None and not selector.matches(labels_of(ns)):
                 return Result()
         if not is_top_level:
@@ -1087,6 +1091,9 @@ async def update_admission_gated_by(
     """
     if not features.enabled(FeatureGate.ADMISSION_GATED_BY):
         return
+    if (annotations_of(obj).get(c.ADMISSION_GATED_BY_ANNOTATION)
+            == (wl.metadata.annotations or {}).get(c.ADMISSION_GATED_BY_ANNOTATION)):
+        return  # nothing to propagate (checked first: the dump below is not cheap)
     before = wl.to_dict()
     if not propagate_admission_gated_by_annotation(obj, wl, features=features):
         return

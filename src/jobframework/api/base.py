@@ -10,10 +10,13 @@ coerced value would not survive the round trip.
 from __future__ import annotations
 
 import contextvars
+import copy
 from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+
+from ..runtime.objects import marshal_copy
 
 # True while KueueModel.model_validate runs (possibly nested).
 _VALIDATING: contextvars.ContextVar[bool] = contextvars.ContextVar("_VALIDATING", default=False)
@@ -58,6 +61,26 @@ class KueueModel(BaseModel):
         finally:
             _VALIDATING.reset(token)
 
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Self:
+        """A deep copy (``model_copy(deep=True)``, ``copy.deepcopy``), as pydantic's own but
+        with JSON values (pod templates, label maps) copied through :mod:`marshal`, several
+        times faster than :func:`copy.deepcopy` walking them: a reconcile copies pod sets
+        to compare them with the job's."""
+        if memo is None:
+            memo = {}
+        cls = type(self)
+        m = cls.__new__(cls)
+        memo[id(self)] = m
+        object.__setattr__(m, "__dict__", _deep_values(self.__dict__, memo))
+        extra = self.__pydantic_extra__
+        object.__setattr__(m, "__pydantic_extra__",
+                           None if extra is None else _deep_values(extra, memo))
+        object.__setattr__(m, "__pydantic_fields_set__", set(self.__pydantic_fields_set__))
+        private = getattr(self, "__pydantic_private__", None)
+        object.__setattr__(m, "__pydantic_private__",
+                           None if private is None else copy.deepcopy(private, memo))
+        return m
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON object: fields that were set, under their JSON names, extras included."""
         return self.model_dump(by_alias=True, exclude_unset=True, mode="json")
@@ -66,6 +89,28 @@ class KueueModel(BaseModel):
     def from_dict(cls, data: dict[str, Any]) -> Self:
         """Validate a JSON object (raises ``pydantic.ValidationError`` if it is invalid)."""
         return cls.model_validate(data)
+
+
+_ATOMS = (str, int, float, bool, type(None))
+
+
+def _deep_values(values: dict[str, Any], memo: dict[int, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if type(value) in _ATOMS:
+            out[key] = value
+        elif isinstance(value, KueueModel):
+            out[key] = memo[id(value)] if id(value) in memo else value.__deepcopy__(memo)
+        elif type(value) in (dict, list) and id(value) not in memo:
+            # copy.deepcopy when a value holds models (a list of pod sets, say) or
+            # anything else marshal cannot copy.
+            try:
+                out[key] = marshal_copy(value)
+            except ValueError:
+                out[key] = copy.deepcopy(value, memo)
+        else:
+            out[key] = copy.deepcopy(value, memo)
+    return out
 
 
 class OwnerReference(KueueModel):

@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 from .client.interface import RESTMapper
 from .clock import Clock, RealClock
@@ -92,6 +93,8 @@ class Controller:
         self._stopping = False
         self._synced = asyncio.Event()
         self._log = log.getChild(name)
+        # (metric, label values) -> (metric, its labelled child): see _child.
+        self._children: dict[tuple[int, tuple[str, ...]], tuple[Any, Any]] = {}
 
     def need_leader_election(self) -> bool:
         """Whether the manager must hold the lease to run this controller."""
@@ -200,11 +203,22 @@ class Controller:
             finally:
                 self.queue.done(request)
 
+    def _child(self, metric: Any, *labels: str) -> Any:
+        # ``metric.labels(...)``, looked up once per series: a few labels() calls on every
+        # reconcile added up. Created on first use, as before.
+        key = (id(metric), labels)
+        entry = self._children.get(key)
+        if entry is None or entry[0] is not metric:
+            entry = self._children[key] = (metric, metric.labels(*labels))
+        return entry[1]
+
     async def reconcile_handler(self, request: Request) -> None:
         """Reconcile one request and requeue it as its outcome says."""
         m = self.metrics
         name = self.name
-        m.active_workers.labels(name).inc()
+        child = self._child
+        active = child(m.active_workers, name)
+        active.inc()
         start = self.clock.monotonic()
         try:
             result = await self.reconciler.reconcile(request)
@@ -212,33 +226,33 @@ class Controller:
             raise
         except TerminalError as err:
             self.queue.forget(request)
-            m.reconcile_errors_total.labels(name).inc()
-            m.terminal_reconcile_errors_total.labels(name).inc()
-            m.reconcile_total.labels(name, "error").inc()
+            child(m.reconcile_errors_total, name).inc()
+            child(m.terminal_reconcile_errors_total, name).inc()
+            child(m.reconcile_total, name, "error").inc()
             self._log.error("terminal error reconciling %s: %s", request, err,
                             exc_info=err)
             return
         except Exception as err:
             self.queue.add_rate_limited(request)
-            m.reconcile_errors_total.labels(name).inc()
-            m.reconcile_total.labels(name, "error").inc()
+            child(m.reconcile_errors_total, name).inc()
+            child(m.reconcile_total, name, "error").inc()
             self._log.error("reconciler error for %s (requeued with backoff): %s",
                             request, err, exc_info=err)
             return
         finally:
-            m.reconcile_time_seconds.labels(name).observe(
+            child(m.reconcile_time_seconds, name).observe(
                 max(0.0, self.clock.monotonic() - start))
-            m.active_workers.labels(name).dec()
+            active.dec()
         if result is None:  # tolerate reconcilers that forget to return
             result = Result()
         if result.requeue_after > 0:
             # Forget first so the backoff for this key restarts next time it fails.
             self.queue.forget(request)
             self.queue.add_after(request, result.requeue_after)
-            m.reconcile_total.labels(name, "requeue_after").inc()
+            child(m.reconcile_total, name, "requeue_after").inc()
         elif result.requeue:
             self.queue.add_rate_limited(request)
-            m.reconcile_total.labels(name, "requeue").inc()
+            child(m.reconcile_total, name, "requeue").inc()
         else:
             self.queue.forget(request)
-            m.reconcile_total.labels(name, "success").inc()
+            child(m.reconcile_total, name, "success").inc()

@@ -122,6 +122,15 @@ class CachedClient:
             return await self.api.get(gvk, name, namespace=namespace)
         return await self.cache.get(gvk, name, namespace=namespace)
 
+    async def get_read_only(
+        self, gvk: GVK, name: str, *, namespace: str | None = None
+    ) -> Mapping[str, Any]:
+        """:meth:`get` without the copy, for callers that only read the object (see
+        :func:`~jobframework.runtime.client.get_read_only`): the cached object itself."""
+        if gvk in self.uncached:
+            return await self.api.get(gvk, name, namespace=namespace)
+        return await self.cache.get_read_only(gvk, name, namespace=namespace)
+
     async def list(
         self,
         gvk: GVK,

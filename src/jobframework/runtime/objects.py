@@ -166,6 +166,13 @@ def is_being_deleted(obj: Mapping[str, Any]) -> bool:
     return bool(metadata(obj).get("deletionTimestamp"))
 
 
+def marshal_copy(value: Any) -> Any:
+    """A deep copy of plain data (dicts, lists, strings, numbers, booleans, None) through
+    :mod:`marshal`; ``ValueError`` when ``value`` holds anything else (a subclass of
+    those included), for the caller to fall back to :func:`copy.deepcopy`."""
+    return marshal.loads(marshal.dumps(value))
+
+
 def deep_copy(obj: Object) -> Object:
     """A deep copy of a JSON object (objects handed between layers are never shared).
 

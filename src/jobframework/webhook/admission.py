@@ -15,6 +15,7 @@ import copy
 import enum
 import json
 import logging
+import marshal
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -311,7 +312,7 @@ class AdmissionResponse:
         """The JSON form of ``AdmissionReview.response`` (``patch`` base64-encoded)."""
         out: dict[str, Any] = {"uid": self.uid, "allowed": self.allowed}
         if self.result is not None:
-            out["status"] = copy.deepcopy(self.result)
+            out["status"] = deep_copy(self.result)
         patch = self.patch
         if patch is not None:
             out["patch"] = base64.b64encode(patch).decode()
@@ -432,13 +433,88 @@ def create_patch(original: Any, current: Any) -> list[JsonPatchOperation]:
 
     Only ``add``, ``remove`` and ``replace`` are emitted, as Go's jsonpatch does, so a
     filter that looks at removals sees every one of them (a ``move`` would hide one).
+
+    Objects that differ only in object members (no array changed, the common case of a
+    defaulting webhook) are diffed here, with ``jsonpatch``'s operations in its order;
+    anything else goes to ``jsonpatch``.
     """
+    fast = _diff_objects(original, current)
+    if fast is not None:
+        return fast
     ops: list[JsonPatchOperation] = jsonpatch.JsonPatch.from_diff(
         original, current, optimization=False
     ).patch
     if any(op.get("op") in ("move", "copy") for op in ops):
         ops = _expand_moves(original, ops)
     return ops
+
+
+class _NotSimple(Exception):
+    """A difference :func:`_diff_objects` leaves to ``jsonpatch``."""
+
+
+def _diff_objects(src: Any, dst: Any) -> list[JsonPatchOperation] | None:
+    """``jsonpatch.JsonPatch.from_diff(src, dst, optimization=False)`` for two JSON objects
+    whose arrays are all unchanged, else None.
+
+    Without ``move`` optimisation and without arrays to align, jsonpatch's diff of two
+    objects is a walk of their members: removed members, then added ones, then the common
+    ones compared (objects recursively, anything else by its JSON text), each difference
+    one operation. Here equal members are skipped at C speed (their :mod:`marshal` bytes
+    are equal only when their JSON is) instead of being serialised member by member.
+    """
+    if type(src) is not dict or type(dst) is not dict:
+        return None
+    ops: list[JsonPatchOperation] = []
+    try:
+        _diff_members("", src, dst, ops)
+    except (_NotSimple, ValueError, TypeError):
+        return None
+    return ops
+
+
+def _pointer(path: str, key: Any) -> str:
+    if type(key) is not str:
+        raise _NotSimple  # no JSON pointer names it: jsonpatch says so
+    return f"{path}/{key.replace('~', '~0').replace('/', '~1')}"
+
+
+def _diff_members(path: str, src: dict[str, Any], dst: dict[str, Any],
+                  ops: list[JsonPatchOperation]) -> None:
+    for key in src:
+        if key not in dst:
+            ops.append({"op": "remove", "path": _pointer(path, key)})
+    for key in dst:
+        if key not in src:
+            ops.append({"op": "add", "path": _pointer(path, key),
+                        "value": _json_copy(dst[key])})
+    for key in src:
+        if key in dst:
+            old, new = src[key], dst[key]
+            if old is new:
+                continue
+            told, tnew = type(old), type(new)
+            if told is tnew and (told is str or told is int or told is bool) and old == new:
+                continue
+            if (told is dict or told is list) and tnew is told \
+                    and marshal.dumps(old) == marshal.dumps(new):
+                continue  # equal, types and member order included
+            if told is dict and tnew is dict:
+                _diff_members(_pointer(path, key), old, new, ops)
+            elif told is list and tnew is list:
+                raise _NotSimple  # jsonpatch aligns the items of changed arrays
+            elif json.dumps(old) != json.dumps(new):  # jsonpatch's test: 1, 1.0, True differ
+                ops.append({"op": "replace", "path": _pointer(path, key),
+                            "value": _json_copy(new)})
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _json_copy(value: Any) -> Any:
+    if type(value) in _SCALARS:
+        return value
+    return deep_copy(value)
 
 
 def patch_response_from_raw(

@@ -293,6 +293,20 @@ class Cache:
                 return deep_copy(obj)
         raise errors.new_not_found(entry.mapping.resource.resource, name, gvk.group)
 
+    async def get_read_only(
+        self, gvk: GVK, name: str, *, namespace: str | None = None
+    ) -> Mapping[str, Any]:
+        """The cached object itself, not a copy: for callers that only read it (a copy is
+        a marshal round trip of the whole object). Never modify what it returns."""
+        entry = await self._synced_entry(gvk)
+        ns = namespace if entry.mapping.namespaced else None
+        key = str(ObjectKey(ns or "", name))
+        for informer in entry.informers_for(ns):
+            obj = informer.indexer.get_by_key(key)
+            if obj is not None:
+                return obj
+        raise errors.new_not_found(entry.mapping.resource.resource, name, gvk.group)
+
     async def list(
         self,
         gvk: GVK,

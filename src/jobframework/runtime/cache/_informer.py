@@ -61,13 +61,36 @@ def strip_managed_fields(obj: Object) -> Object:
 INTERN_MAX_LENGTH = 64
 
 
-def _interned(value: Any) -> Any:
+def _interned(value: Any, _intern: Callable[[str], str] = sys.intern,
+              _max: int = INTERN_MAX_LENGTH) -> Any:
+    # Every event goes through here: the members are dispatched inline on their exact
+    # type rather than by a call each (numbers, booleans and None are returned as is).
     if isinstance(value, dict):
-        return {sys.intern(k) if type(k) is str else k: _interned(v) for k, v in value.items()}
+        out: dict[Any, Any] = {}
+        for k, v in value.items():
+            t = type(v)
+            if t is str:
+                if len(v) <= _max:
+                    v = _intern(v)
+            elif t is dict or t is list or (t is not int and t is not bool and v is not None
+                                            and t is not float):
+                v = _interned(v)
+            out[_intern(k) if type(k) is str else k] = v
+        return out
     if isinstance(value, list):
-        return [_interned(v) for v in value]
-    if type(value) is str and len(value) <= INTERN_MAX_LENGTH:
-        return sys.intern(value)
+        items: list[Any] = []
+        for v in value:
+            t = type(v)
+            if t is str:
+                if len(v) <= _max:
+                    v = _intern(v)
+            elif t is dict or t is list or (t is not int and t is not bool and v is not None
+                                            and t is not float):
+                v = _interned(v)
+            items.append(v)
+        return items
+    if type(value) is str and len(value) <= _max:
+        return _intern(value)
     return value
 
 

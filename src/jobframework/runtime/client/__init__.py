@@ -17,6 +17,7 @@ from .interface import (
     Selector,
     WatchEvent,
     WatchEventType,
+    get_read_only,
 )
 from .rest import RestClient
 
@@ -34,4 +35,5 @@ __all__ = [
     "Selector",
     "WatchEvent",
     "WatchEventType",
+    "get_read_only",
 ]

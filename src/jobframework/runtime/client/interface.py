@@ -9,7 +9,7 @@ A watch whose resourceVersion is too old raises :class:`~jobframework.runtime.er
 from __future__ import annotations
 
 import enum
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import attrs
@@ -182,3 +182,18 @@ class Client(Reader, Protocol):
         dry_run: bool = False,
     ) -> Object | None:
         """DELETE. Returns the object when it remains (finalizers), else None."""
+
+
+async def get_read_only(
+    reader: Reader, gvk: GVK, name: str, *, namespace: str | None = None
+) -> Mapping[str, Any]:
+    """``reader.get`` for a caller that only reads the object and never modifies it.
+
+    A reader with a ``get_read_only`` method (the manager's cached client) answers from
+    its cache without copying the object; any other reader's ``get`` is used as is.
+    """
+    fast = getattr(reader, "get_read_only", None)
+    if fast is not None:
+        found: Mapping[str, Any] = await fast(gvk, name, namespace=namespace)
+        return found
+    return await reader.get(gvk, name, namespace=namespace)

@@ -10,6 +10,13 @@ its ``rest_client.request`` cannot send a request without a body-shaped ``Conten
 or give a streaming response a per-read inactivity timeout. Bearer tokens still come from
 ``Configuration.auth_settings()``, so kubernetes-asyncio's token refresh hooks keep working.
 
+That session trusts the environment (``trust_env``): on *every* request aiohttp looks up
+``~/.netrc`` and the ``*_PROXY`` variables, each in a worker thread, two thread hand-offs
+per request. A client that owns its ``ApiClient`` looks both up once, on its first
+request, and sends on a session of its own sharing the connection pool (and cookies)
+with the proxy and netrc credentials it found passed explicitly: the same requests, as
+client-go does it (it reads the proxy variables once per process too).
+
 Objects go over the wire as raw JSON dicts; errors come back as the typed
 :mod:`~jobframework.runtime.errors` parsed from the server's ``Status`` body.
 """
@@ -17,6 +24,7 @@ Objects go over the wire as raw JSON dicts; errors come back as the typed
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -26,6 +34,8 @@ from urllib.parse import quote
 
 import aiohttp
 import attrs
+from aiohttp.helpers import basicauth_from_netrc, get_env_proxy_for_url, netrc_from_env
+from yarl import URL
 
 from .. import errors
 from ..clock import Clock, RealClock
@@ -219,6 +229,36 @@ def _encode_body(body: Any) -> bytes:
     return json.dumps(body, separators=(",", ":")).encode()
 
 
+#: The read buffer of kubernetes-asyncio's session: a watch event can be close to etcd's
+#: 1.5 MiB limit.
+_READ_BUFSIZE = 2**21
+
+
+@attrs.frozen
+class _Transport:
+    """The session requests go on, and the keywords every request gets."""
+
+    session: aiohttp.ClientSession
+    extra: dict[str, Any]
+    #: Ours to close (the connection pool stays the ApiClient's).
+    owned: bool
+    #: Basic credentials for the server's host in ~/.netrc, sent as aiohttp's trust_env
+    #: sends them: on requests without an Authorization header of their own.
+    netrc_authorization: str | None = None
+
+    async def close(self) -> None:
+        if self.owned:
+            await self.session.close()
+
+
+def _netrc_auth(host: str) -> str | None:
+    # The Authorization header aiohttp's trust_env adds from ~/.netrc (or $NETRC).
+    try:
+        return str(basicauth_from_netrc(netrc_from_env(), host).encode())
+    except LookupError:
+        return None
+
+
 def _ensure_type_meta(obj: Object, gvk: GVK) -> Object:
     # Built-in kinds' list items come back without apiVersion/kind; unstructured callers
     # (and GVK.of) need them, so fill them in as client-go's unstructured decoder does.
@@ -266,6 +306,13 @@ class RestClient:
         self._owns = owns_api_client
         self._mapper: RESTMapper = rest_mapper or DiscoveryRESTMapper(self)
         self._closed = False
+        t = self._timeouts
+        # Watches bound each read themselves (watch_inactivity), so no socket read timeout.
+        self._request_timeout = aiohttp.ClientTimeout(total=t.total, sock_connect=t.connect,
+                                                      sock_read=t.read)
+        self._watch_timeout = aiohttp.ClientTimeout(total=None, sock_connect=t.connect,
+                                                    sock_read=None)
+        self._transport: asyncio.Future[_Transport] | None = None
 
     # -- construction ---------------------------------------------------------------------
 
@@ -322,6 +369,14 @@ class RestClient:
         if self._closed:
             return
         self._closed = True
+        transport, self._transport = self._transport, None
+        if transport is not None:
+            if not transport.done():
+                transport.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await transport
+            elif not transport.cancelled() and transport.exception() is None:
+                await transport.result().close()
         if self._owns:
             await self._api.close()
 
@@ -365,6 +420,44 @@ class RestClient:
                 headers[str(setting["key"])] = str(setting["value"])
         return headers
 
+    async def _session(self) -> _Transport:
+        transport = self._transport
+        if transport is None:
+            transport = self._transport = asyncio.ensure_future(self._new_transport())
+        try:
+            return await asyncio.shield(transport)
+        except Exception:
+            if transport.done() and self._transport is transport:
+                self._transport = None  # the next request tries again
+            raise
+
+    async def _new_transport(self) -> _Transport:
+        rest = self._api.rest_client
+        session: aiohttp.ClientSession = rest.pool_manager
+        extra: dict[str, Any] = {}
+        if getattr(rest, "proxy", None):
+            extra["proxy"] = rest.proxy
+            if getattr(rest, "proxy_headers", None):
+                extra["proxy_headers"] = rest.proxy_headers
+        if getattr(rest, "server_hostname", None):
+            extra["server_hostname"] = rest.server_hostname
+        if not (self._owns and session.trust_env and session.connector is not None):
+            return _Transport(session, extra, owned=False)
+        # The environment, read once (aiohttp reads it on every request, see above).
+        host = URL(self._base)
+        if "proxy" not in extra:
+            with contextlib.suppress(LookupError):
+                proxy, proxy_auth = await asyncio.to_thread(get_env_proxy_for_url, host)
+                extra["proxy"] = proxy
+                extra["proxy_auth"] = proxy_auth
+        netrc_auth = None
+        if host.host is not None:
+            netrc_auth = await asyncio.to_thread(_netrc_auth, host.host)
+        lean = aiohttp.ClientSession(
+            connector=session.connector, connector_owner=False, cookie_jar=session.cookie_jar,
+            trust_env=False, read_bufsize=_READ_BUFSIZE)
+        return _Transport(lean, extra, owned=True, netrc_authorization=netrc_auth)
+
     async def _send(
         self,
         method: str,
@@ -378,28 +471,22 @@ class RestClient:
     ) -> aiohttp.ClientResponse:
         if self._closed:
             raise RuntimeError("RestClient is closed")
-        rest = self._api.rest_client
-        session: aiohttp.ClientSession = rest.pool_manager
-        t = self._timeouts
-        # Watches bound each read themselves (watch_inactivity), so no socket read timeout.
-        timeout = aiohttp.ClientTimeout(
-            total=None if watch else t.total,
-            sock_connect=t.connect,
-            sock_read=None if watch else t.read,
-        )
-        extra: dict[str, Any] = {}
-        if getattr(rest, "proxy", None):
-            extra["proxy"] = rest.proxy
-            if getattr(rest, "proxy_headers", None):
-                extra["proxy_headers"] = rest.proxy_headers
-        if getattr(rest, "server_hostname", None):
-            extra["server_hostname"] = rest.server_hostname
+        transport = await self._session()
+        session = transport.session
+        extra = transport.extra
+        timeout = self._watch_timeout if watch else self._request_timeout
         retries = 0
         refreshed = False
         while True:
             if self._bucket is not None:
                 await self._bucket.acquire()
             headers = await self._headers(content_type, accept)
+            if transport.netrc_authorization is not None:
+                if any(k.lower() == "authorization" for k in headers):
+                    # What aiohttp says when trust_env finds netrc credentials too.
+                    raise ValueError("Cannot combine AUTHORIZATION header with AUTH argument "
+                                     "or credentials encoded in URL")
+                headers["Authorization"] = transport.netrc_authorization
             resp = await session.request(
                 method, self._base + path, params=query or None, data=body,
                 headers=headers, timeout=timeout, **extra,
