@@ -299,12 +299,23 @@ class AppWrapperReconciler:
             self._set(holder, type_, CONDITION_FALSE, reason, message)
 
     async def _patch_status(self, aw: Object, orig: Mapping[str, Any]) -> None:
-        """Send the status changes since ``orig`` as a merge patch (no resourceVersion, as
-        controller-runtime's ``MergeFrom``); ``aw`` becomes the server's answer."""
+        """Send the status changes since ``orig`` as a merge patch carrying the
+        resourceVersion read (controller-runtime's ``MergeFromWithOptimisticLock``);
+        ``aw`` becomes the server's answer.
+
+        Upstream patches without the lock; the fault suite caught what that costs: a pass
+        working from a stale cache wrote ``Suspending`` over ``Succeeded``, and the
+        AppWrapper lost its terminal state. With the lock that pass gets a Conflict and is
+        retried from the fresh object.
+        """
         patch = create_merge_patch(dict(orig), _status(aw))
         if not patch:
             return
-        updated = await self.client.patch(APPWRAPPER_GVK, name_of(aw), {"status": patch},
+        body: dict[str, Any] = {"status": patch}
+        rv = (aw.get("metadata") or {}).get("resourceVersion")
+        if rv:
+            body["metadata"] = {"resourceVersion": rv}
+        updated = await self.client.patch(APPWRAPPER_GVK, name_of(aw), body,
                                           namespace=namespace_of(aw), subresource="status")
         aw.clear()
         aw.update(updated)

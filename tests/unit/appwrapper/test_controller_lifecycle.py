@@ -4,6 +4,7 @@ suite leaves implicit (deletion, managedBy, generateName, ownership checks)."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -13,7 +14,7 @@ from integrations.appwrapper.api import (
     APPWRAPPER_LABEL,
     AppWrapperCondition,
 )
-from jobframework.runtime.errors import new_invalid
+from jobframework.runtime.errors import Conflict, new_invalid
 from jobframework.runtime.objects import Object
 
 from .controller_helpers import (
@@ -629,3 +630,38 @@ async def test_uninferable_component_stops_in_the_first_phase(h: Harness) -> Non
     aw = await h.get()
     assert aw.get("status", {}).get("phase", "") == ""
     assert "componentStatus" not in aw.get("status", {})
+
+
+async def test_a_pass_from_a_stale_cache_cannot_overwrite_a_terminal_phase(h: Harness) -> None:
+    """The fault suite's finding: a reconcile that read an AppWrapper before it succeeded
+    (a lagging cache) and saw it suspended wrote ``Suspending`` over ``Succeeded``. Status
+    patches carry the resourceVersion read, so that pass now fails with a Conflict and the
+    terminal phase stays."""
+    await h.create(appwrapper("aw", pod("p1", 100, 0, False), pod("p2", 100, 0, False)))
+    await h.reconcile()
+    await h.admit([MARKER, MARKER])
+    await h.reconcile()
+    await h.begin_running()
+    h.clock.advance(3)
+    await h.fully_running()
+    assert await h.phase() == "Running"
+    stale = await h.get()
+    stale["spec"]["suspend"] = True  # what the lagging cache holds: Kueue's eviction
+    await h.set_pod_phase("Succeeded", 2)
+    await h.reconcile()
+    assert await h.phase() == "Succeeded"
+
+    real_get = h.client.get
+
+    async def lagging_get(gvk: Any, name: str, *, namespace: str | None = None) -> Object:
+        if gvk == APPWRAPPER_GVK:
+            return copy.deepcopy(stale)
+        return await real_get(gvk, name, namespace=namespace)
+
+    h.client.get = lagging_get  # type: ignore[method-assign]
+    with pytest.raises(Conflict):
+        await h.reconcile()
+    h.client.get = real_get  # type: ignore[method-assign]
+    assert await h.phase() == "Succeeded"
+    await h.reconcile()
+    assert await h.phase() == "Succeeded"
