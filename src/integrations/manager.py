@@ -71,7 +71,7 @@ from jobframework.queuelookup import CachedQueueLookup
 from jobframework.runtime.cache import compose_transforms, intern_strings, strip_managed_fields
 from jobframework.runtime.client import Client
 from jobframework.runtime.client.discovery import NoKindMatchError
-from jobframework.runtime.errors import NotFound
+from jobframework.runtime.errors import ApiError, NotFound
 from jobframework.runtime.healthz import ping
 from jobframework.runtime.leaderelection import LeaderElectionConfig
 from jobframework.runtime.manager import Manager
@@ -262,6 +262,34 @@ async def _eventually(what: str, probe: Any, limit: float, interval: float = 0.2
         await asyncio.sleep(interval)
 
 
+#: Status codes of a start-up request worth repeating: a conflict, throttling, a server
+#: error or an API server that is not ready (restarting, behind a lossy connection).
+_TRANSIENT_CODES: Final = frozenset({409, 429, 500, 502, 503, 504})
+
+
+def _transient(err: BaseException) -> bool:
+    if isinstance(err, ApiError):
+        return err.code in _TRANSIENT_CODES
+    # Transport errors: a cut connection, a refused one, a read that timed out.
+    return isinstance(err, OSError | TimeoutError) or type(err).__module__.startswith("aiohttp")
+
+
+async def _with_retries(what: str, call: Any, limit: float, *, delay: float = 1.0) -> Any:
+    """Await ``call()`` again while it fails with a transient error, for up to ``limit``
+    seconds (``delay`` apart, doubling up to 8 s). A Deployment would restart a manager
+    that gave up at the first dropped request; this one rides it out, as its informers do."""
+    deadline = time.monotonic() + limit
+    while True:
+        try:
+            return await call()
+        except Exception as err:
+            if not _transient(err) or time.monotonic() + delay > deadline:
+                raise
+            log.warning("%s failed (%s); retrying in %.0fs", what, err, delay)
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 8.0)
+
+
 class ExternalFrameworkManager:
     """Runs the reference integrations against ``client``'s cluster (see the module
     docstring).
@@ -354,8 +382,9 @@ class ExternalFrameworkManager:
             # The webhooks hand a job to MultiKueue when its queue requires MultiKueue's
             # admission check (ApplyDefaultForManagedBy): they read the queues from here.
             try:
-                kueue = attrs.evolve(kueue, queues=await CachedQueueLookup.for_cache(
-                    mgr.get_cache()))
+                kueue = attrs.evolve(kueue, queues=await _with_retries(
+                    "reading the queue kinds", lambda: CachedQueueLookup.for_cache(
+                        mgr.get_cache()), opts.ready_timeout))
             except NoKindMatchError as err:
                 log.warning("Kueue's queue kinds are not served (%s): jobs will not be "
                             "handed to MultiKueue", err)
@@ -462,7 +491,10 @@ class ExternalFrameworkManager:
         """Apply the integrations' CRDs and wait until all are Established."""
         crds = self.crds()
         for crd in crds:
-            await self.client.apply(crd, field_manager=FIELD_MANAGER, force=True)
+            await _with_retries(
+                f"applying the CRD {crd['metadata']['name']}",
+                lambda crd=crd: self.client.apply(crd, field_manager=FIELD_MANAGER, force=True),
+                self.options.ready_timeout)
 
         async def established() -> bool:
             for crd in crds:
@@ -492,7 +524,11 @@ class ExternalFrameworkManager:
             if self.options.webhook_url is None:
                 # Ours alone: deleted on stop. A shared URL's stay for the other replicas.
                 self._registered.append(gvk)
-            await self.client.apply(config, field_manager=FIELD_MANAGER, force=True)
+            await _with_retries(
+                f"applying {gvk.kind} {name}",
+                lambda config=config: self.client.apply(config, field_manager=FIELD_MANAGER,
+                                                        force=True),
+                self.options.ready_timeout)
         ns = self.options.probe_namespace
         if ns is None or not mutating:
             return

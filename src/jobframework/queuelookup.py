@@ -42,10 +42,14 @@ class CachedQueueLookup:
         """A lookup following ``cache``'s LocalQueue, ClusterQueue and AdmissionCheck
         informers (created if needed)."""
         lookup = cls()
-        for gvk, put, drop in ((LOCAL_QUEUE_GVK, lookup._put_local, lookup._drop_local),
-                               (CLUSTER_QUEUE_GVK, lookup._put_cluster, lookup._drop_cluster),
-                               (ADMISSION_CHECK_GVK, lookup._put_check, lookup._drop_check)):
-            informer = await cache.get_informer(gvk)
+        # Every informer first, handlers after: a caller may repeat a call that failed
+        # half-way (discovery over a lossy connection) without doubling a handler.
+        informers = [await cache.get_informer(gvk)
+                     for gvk in (LOCAL_QUEUE_GVK, CLUSTER_QUEUE_GVK, ADMISSION_CHECK_GVK)]
+        for informer, (put, drop) in zip(informers, (
+                (lookup._put_local, lookup._drop_local),
+                (lookup._put_cluster, lookup._drop_cluster),
+                (lookup._put_check, lookup._drop_check)), strict=True):
             informer.add_event_handler(put, _on_update(put), _on_delete(drop))
         return lookup
 
