@@ -9,7 +9,10 @@
 - ``nox -s package``: builds the wheel and installs it in a fresh venv, as the Containerfile does;
 - ``nox -s bench``: benchmarks, as ratios to baselines measured in the same run;
 - ``nox -s bench-cluster``: our batch/v1 Job integration against Kueue's own, on two local
-  control planes one after the other (``-- --jobs 500 --jobs 5000``).
+  control planes one after the other (``-- --jobs 500 --jobs 5000``);
+- ``nox -s faults``: the fault suite on a local control plane of its own (CI's short run;
+  ``-- --seed 21 --lifecycles 300 --kills 20`` for the long one, ``-- --load 2000`` for
+  the load run; see ``docs/reliability.md``).
 """
 
 from __future__ import annotations
@@ -75,6 +78,39 @@ def bench_cluster(session: nox.Session) -> None:
     session.install("-e", ".[speed]")
     session.run("python", "-m", "jobframework.testing.cluster", "build")
     session.run("python", "benchmarks/cluster.py", *session.posargs)
+
+
+#: ``nox -s faults -- --NAME VALUE`` → pytest's ``--faults-NAME VALUE``.
+FAULT_OPTIONS = ("seed", "lifecycles", "kills", "compactions", "apiserver-restarts",
+                 "integrations", "load", "dir", "report")
+
+
+@nox.session(python=PYTHON)
+def faults(session: nox.Session) -> None:
+    """The fault and bad-input suite on a local control plane of its own (builds it if needed).
+
+    Without arguments: CI's short run (40 lifecycles over every registered integration,
+    4 manager SIGKILLs, an etcd compaction, the proxy's faults), a load run of 200 jobs
+    and the bad-input tests. ``-- --seed 2026 --lifecycles 300 --kills 20 --compactions 3``
+    is the long run; ``--apiserver-restarts N`` adds API server restarts; ``--load 2000``
+    runs only the load run, at that size; ``--report PATH`` writes the JSON report there.
+    """
+    session.install("-e", ".[test,speed]")
+    session.run("python", "-m", "jobframework.testing.cluster", "build")
+    args = list(session.posargs)
+    pytest_args: list[str] = []
+    marker = "faults"
+    while args:
+        arg = args.pop(0)
+        name = arg[2:].split("=", 1)[0] if arg.startswith("--") else ""
+        if name in FAULT_OPTIONS:
+            value = arg.split("=", 1)[1] if "=" in arg else args.pop(0)
+            pytest_args.append(f"--faults-{name}={value}")
+            if name == "load":
+                marker = "load"
+        else:
+            pytest_args.append(arg)
+    session.run("pytest", "-q", "-s", "-m", marker, "tests/faults", *pytest_args)
 
 
 @nox.session(python=PYTHON)

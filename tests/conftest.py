@@ -39,3 +39,21 @@ def cluster_info(request: pytest.FixtureRequest) -> Iterator[ClusterInfo]:
             shutil.rmtree(state_dir, ignore_errors=True)
         else:
             print(f"\ncluster logs kept in {state_dir}/logs")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """The fault suite's knobs (``nox -s faults -- --seed 21 --lifecycles 300 ...`` passes
+    them as these options; see ``tests/faults`` and ``docs/reliability.md``)."""
+    group = parser.getgroup("faults", "fault suite (tests marked faults)")
+    group.addoption("--faults-seed", type=int, default=2026,
+                    help="seed of every random choice of the run (replays its schedule)")
+    group.addoption("--faults-lifecycles", type=int, default=40)
+    group.addoption("--faults-kills", type=int, default=4, help="manager SIGKILLs")
+    group.addoption("--faults-compactions", type=int, default=1, help="etcd compactions")
+    group.addoption("--faults-apiserver-restarts", type=int, default=0)
+    group.addoption("--faults-integrations", default="",
+                    help="comma-separated integrations (default: every registered one)")
+    group.addoption("--faults-load", type=int, default=200,
+                    help="jobs of the load run (tests marked load)")
+    group.addoption("--faults-dir", default="", help="keep logs and the report here")
+    group.addoption("--faults-report", default="", help="write the JSON report here")
