@@ -737,6 +737,8 @@ class AppWrapperReconciler:
         if not remaining and not pods:
             self._clear(status, _DR, "DeletionComplete", "")
             return True
+        if not expired:
+            await self._delete_untracked_pod_components(aw, pods)
         if expired:
             if pods:
                 for pod in pods:
@@ -750,6 +752,38 @@ class AppWrapperReconciler:
                 for idx in range(min(len(_components(aw)), len(_component_statuses(aw)))):
                     await self._delete_if_present(aw, idx, grace_period_seconds=0)
         return False
+
+    async def _delete_untracked_pod_components(self, aw: Object, pods: list[Object]) -> None:
+        """Delete (gracefully, at once) the pods that are components of this AppWrapper
+        but that its status does not know were created.
+
+        A create whose connection broke after the API server took it is recorded
+        ``ComponentCreationErrored`` (upstream: "resource not actually created"), yet the
+        Pod exists. Upstream finds it only among the labelled pods and waits the whole
+        forceful-deletion grace period (10 minutes) before deleting it; the fault suite saw
+        an AppWrapper stay ``Suspending`` that long. A pod the AppWrapper itself controls
+        and nobody is deleting yet is such a component: delete it now. Pods of a wrapped
+        Job or other controller are left to that controller and the garbage collector.
+        """
+        uid = (aw.get("metadata") or {}).get("uid")
+        for pod in pods:
+            meta = pod.get("metadata") or {}
+            if meta.get("deletionTimestamp") or not uid:
+                continue
+            owner = next((r for r in meta.get("ownerReferences") or []
+                          if isinstance(r, Mapping) and r.get("controller")), None)
+            if owner is None or owner.get("uid") != uid:
+                continue
+            try:
+                await self.client.delete(POD_GVK, name_of(pod), namespace=namespace_of(pod))
+                log.info("AppWrapper %s/%s: deleted pod %s, a component its status had "
+                         "recorded as not created", namespace_of(aw), name_of(aw),
+                         name_of(pod))
+            except NotFound:
+                pass
+            except _CALL_ERRORS as err:
+                log.error("Deletion error of pod %s/%s: %s", namespace_of(pod),
+                          name_of(pod), err)
 
     # -- reading status --------------------------------------------------------------------------
 

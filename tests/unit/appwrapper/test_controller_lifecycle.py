@@ -665,3 +665,47 @@ async def test_a_pass_from_a_stale_cache_cannot_overwrite_a_terminal_phase(h: Ha
     assert await h.phase() == "Succeeded"
     await h.reconcile()
     assert await h.phase() == "Succeeded"
+
+
+async def test_a_pod_component_created_behind_a_broken_connection_is_deleted_at_once(
+        h: Harness) -> None:
+    """The fault suite's finding: a Pod component's create reached the API server but its
+    answer was lost, so the status says ``ComponentCreationErrored`` while the Pod runs.
+    Suspending then deletes that Pod at once instead of waiting out the forceful-deletion
+    grace period (10 minutes, upstream's behaviour) in ``Suspending``."""
+    await h.advance_to_resuming("aw", pod("p1", 100, 0), pod("p2", 100, 0))
+    await h.begin_running()
+    aw = await h.get()
+    statuses = aw["status"]["componentStatus"]
+    # What the broken connection leaves: the second Pod exists, its status says otherwise.
+    for c in statuses[1]["conditions"]:
+        if c["type"] == "ResourcesDeployed":
+            c.update(status="False", reason="ComponentCreationErrored")
+    await h.api.update_status(aw)
+    assert len(await h.pods()) == 2
+
+    await h.suspend()
+    await h.reconcile()
+    assert await h.phase() == "Suspending"
+    await h.reconcile()  # deletes p1, the tracked component
+    await h.reconcile()  # p1 gone: deletes p2, the pod the AppWrapper controls
+    assert await h.pods() == []
+    assert {(d.kind, d.name, d.grace_period_seconds) for d in h.client.deletes} == {
+        ("Pod", "p1", None), ("Pod", "p2", None)}, "graceful deletes, no forceful one"
+    await h.reconcile()
+    assert await h.phase() == "Suspended", "no wait for the forceful-deletion grace period"
+
+
+async def test_pods_of_a_wrapped_job_are_left_to_their_job_while_suspending(
+        h: Harness) -> None:
+    """Only pods the AppWrapper controls directly are deleted as untracked components:
+    a wrapped Job's pods go with their Job (the garbage collector's work)."""
+    await h.advance_to_resuming("aw", job("j1", 2))
+    await h.reconcile()
+    assert await h.phase() == "Running"
+    await h.create_job_pods("j1", 2)
+    await h.suspend()
+    await h.reconcile()
+    assert await h.phase() == "Suspending"
+    await h.reconcile()
+    assert [(d.kind, d.name) for d in h.client.deletes] == [("Job", "j1")]
