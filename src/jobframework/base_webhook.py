@@ -25,11 +25,13 @@ from .defaults import (
     apply_default_local_queue,
     apply_default_workload_priority_class,
 )
-from .field import ErrorList
+from .field import ErrorList, type_invalid
 from .integrations import IntegrationManager
 from .interface import GenericJob, JobWithCustomValidation
+from .jsonshape import json_type
 from .lossless import LosslessMode
 from .runtime.client import Reader
+from .runtime.errors import BadRequest
 from .runtime.objects import GVK, Object
 from .runtime.selectors import LabelSelector
 from .validation import validate_job_on_create, validate_job_on_update
@@ -86,8 +88,17 @@ class BaseWebhook:
         self.features = features
 
     async def default(self, obj: Object, request: AdmissionRequest | None = None) -> None:
-        """Apply Kueue's job defaults to ``obj`` in place."""
+        """Apply Kueue's job defaults to ``obj`` in place.
+
+        Raises :class:`~jobframework.runtime.errors.BadRequest` (400, naming the field)
+        when ``spec`` is not a JSON object.
+        """
         del request
+        spec = obj.get("spec")
+        if spec is not None and not isinstance(spec, dict):
+            # The mutating webhook runs before the CRD schema is checked, so it sees any
+            # JSON; Go's webhook fails to decode such an object (400) before defaulting.
+            raise BadRequest(str(type_invalid("spec", json_type(spec), "must be an object")))
         job = self.from_object(obj)
         im = self.integration_manager
         if im is not None:

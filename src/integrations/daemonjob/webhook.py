@@ -8,7 +8,9 @@ A DaemonJob is rejected, with apimachinery's field-error messages, when:
 
 - its name is longer than 63 characters (it is the value of the
   ``daemonjob.api.practice.com/name`` label on its Jobs and pods);
-- ``spec.template.spec.containers`` is empty;
+- ``spec.template.spec.containers`` is empty, or the pod template (kept as sent by the
+  CRD) has a part of the wrong JSON type (``spec.template.spec.tolerations[0]: Invalid
+  value: "string": must be an object``), as Go's decoding would refuse it;
 - ``spec.template.spec.restartPolicy`` is not ``Never`` or ``OnFailure``;
 - ``spec.excludeNodeList`` has an empty entry (``a,,b``) or an entry that is not a node
   name (a DNS-1123 subdomain: ``node 1`` is refused, where the original silently read
@@ -47,6 +49,7 @@ from typing import Any
 from jobframework import field
 from jobframework.constants import MULTIKUEUE_CONTROLLER_NAME
 from jobframework.field import OMIT_VALUE, ErrorList, Path, validate_immutable_field
+from jobframework.jsonshape import POD_TEMPLATE_SHAPE, shape_errors
 from jobframework.managedby import validate_managed_by
 from jobframework.runtime.client import Reader
 from jobframework.runtime.objects import Object, annotations_of, name_of
@@ -87,6 +90,12 @@ def default_daemonjob(obj: Object) -> None:
     pod = tpl.setdefault("spec", {})
     if isinstance(pod, dict) and not pod.get("restartPolicy"):
         pod["restartPolicy"] = "Never"
+
+
+def _pod_template_shape_errors(template: Any) -> ErrorList:
+    """Where ``spec.template`` has parts of the wrong JSON type (the CRD keeps it as sent;
+    see :data:`~jobframework.jsonshape.POD_TEMPLATE_SHAPE`)."""
+    return shape_errors(template, POD_TEMPLATE_SHAPE, _SPEC.child("template"))
 
 
 def _validate_exclude_list(value: Any) -> ErrorList:
@@ -163,8 +172,11 @@ def validate_daemonjob(dj: Object) -> ErrorList:
     name = name_of(dj)
     if len(name) > MAX_NAME_LENGTH:
         errs.append(field.too_long(Path.new("metadata", "name"), name, MAX_NAME_LENGTH))
-    pod = ((raw.get("template") or {}).get("spec") or {})
-    if not pod.get("containers"):
+    shape = _pod_template_shape_errors(raw.get("template"))
+    errs.extend(shape)
+    # The rules below read the pod template: with parts of the wrong type, only those.
+    pod = {} if shape else ((raw.get("template") or {}).get("spec") or {})
+    if not shape and not pod.get("containers"):
         errs.append(field.required(_POD_SPEC.child("containers"),
                                    "a node's Job needs at least one container"))
     policy = pod.get("restartPolicy")

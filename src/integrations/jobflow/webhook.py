@@ -8,6 +8,9 @@ A JobFlow is rejected, with apimachinery's field-error messages (one error:
   name ``<jobflow>-<flow>`` (a DNS-1123 label: at most 63 characters);
 - a flow sets both or neither of ``jobTemplate`` and ``jobTemplateRef``, a
   ``jobTemplateRef`` is not a valid object name, or a ``jobTemplate`` has no container;
+- a ``jobTemplate``'s pod template (kept as sent by the CRD) has a part of the wrong JSON
+  type, e.g. ``containers`` not an array (``...template.spec.containers: Invalid value:
+  "string": must be an array``), as Go's decoding would refuse it;
 - a dependency names no flow (or is repeated), or the dependencies form a cycle (the
   message spells the cycle out: ``a -> b -> a``);
 - a share volume mount names no ``spec.shareVolumes`` entry, or share volumes repeat;
@@ -37,6 +40,7 @@ from jobframework.field import (
     Path,
     validate_immutable_field,
 )
+from jobframework.jsonshape import POD_TEMPLATE_SHAPE, shape_errors
 from jobframework.managedby import validate_managed_by
 from jobframework.runtime.objects import Object, name_of
 from jobframework.validation import (
@@ -85,11 +89,19 @@ def _validate_flow_name(path: Path, jobflow_name: str, flow_name: str) -> ErrorL
     return errs
 
 
-def _has_container(job_spec: Any) -> bool:
-    if not isinstance(job_spec, dict):
-        return False
-    pod = ((job_spec.get("template") or {}).get("spec") or {})
-    return bool(pod.get("containers"))
+def _container_errors(path: Path, job_spec: Any, detail: str) -> ErrorList:
+    """The JobSpec ``job_spec`` (at ``path``) has a pod template with a container.
+
+    The CRDs keep the pod template as sent (any JSON inside): the parts of it that are read
+    must first have their JSON types (:data:`~jobframework.jsonshape.POD_TEMPLATE_SHAPE`).
+    """
+    template = job_spec.get("template") if isinstance(job_spec, dict) else None
+    errs = shape_errors(template, POD_TEMPLATE_SHAPE, path.child("template"))
+    if errs:
+        return errs
+    if not ((template or {}).get("spec") or {}).get("containers"):
+        errs.append(field.required(path.child("template", "spec", "containers"), detail))
+    return errs
 
 
 def validate_jobflow(jobflow: Object) -> ErrorList:
@@ -140,10 +152,9 @@ def validate_jobflow(jobflow: Object) -> ErrorList:
             if msgs:
                 errs.append(field.invalid(p.child("jobTemplateRef"), flow.job_template_ref,
                                           "; ".join(msgs)))
-        elif not _has_container(raw.get("jobTemplate")):
-            errs.append(field.required(
-                p.child("jobTemplate", "template", "spec", "containers"),
-                "a flow's Job needs at least one container"))
+        else:
+            errs.extend(_container_errors(p.child("jobTemplate"), raw.get("jobTemplate"),
+                                          "a flow's Job needs at least one container"))
         dep_seen: set[str] = set()
         for k, dep in enumerate(flow.dependencies):
             dp = p.child("dependencies").index_(k)
@@ -195,11 +206,8 @@ def validate_jobflow_update(old: Object, new: Object) -> ErrorList:
 def validate_jobtemplate(template: Object) -> ErrorList:
     """A JobTemplate's ``spec.jobTemplate`` must have a container."""
     job_spec = (template.get("spec") or {}).get("jobTemplate")
-    if not _has_container(job_spec):
-        return ErrorList([field.required(
-            Path.new("spec", "jobTemplate", "template", "spec", "containers"),
-            "a Job needs at least one container")])
-    return ErrorList()
+    return _container_errors(Path.new("spec", "jobTemplate"), job_spec,
+                             "a Job needs at least one container")
 
 
 def _raise(errs: ErrorList) -> None:
