@@ -622,10 +622,14 @@ class FaultRun:
                 self.report.compactions += 1
                 self.say(f"  [{self._progress}/{n}] etcd compacted at revision {rev}")
             else:
-                self.say(f"  [{self._progress}/{n}] kube-apiserver stopped")
-                await asyncio.to_thread(self.cluster.stop_component, "kube-apiserver")
-                await asyncio.sleep(self.rng.uniform(2.0, 6.0))
-                await asyncio.to_thread(self.cluster.start_component, "kube-apiserver")
+                assert self._watcher is not None
+                # Every controller (the garbage collector too) is stopped by the outage
+                # and backs off: the grace-based rules start again once it is over.
+                async with self._watcher.outage():
+                    self.say(f"  [{self._progress}/{n}] kube-apiserver stopped")
+                    await asyncio.to_thread(self.cluster.stop_component, "kube-apiserver")
+                    await asyncio.sleep(self.rng.uniform(2.0, 6.0))
+                    await asyncio.to_thread(self.cluster.start_component, "kube-apiserver")
                 self.report.apiserver_restarts += 1
                 self.say(f"  [{self._progress}/{n}] kube-apiserver back")
 

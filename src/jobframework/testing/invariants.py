@@ -67,7 +67,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -439,6 +439,8 @@ class InvariantWatcher:
         self._evictions: dict[str, _Eviction] = {}
         #: Grace timers: key -> when the condition was first seen holding.
         self._since: dict[tuple[str, ...], float] = {}
+        #: Planned API server outages in progress (see :meth:`outage`).
+        self._outages = 0
         self._counts = {"evictions_seen": 0, "evictions_reflected": 0,
                         "evictions_superseded": 0}
 
@@ -873,6 +875,26 @@ class InvariantWatcher:
                 # Re-admitted: the stop may not have been seen, the job may run again.
                 self._close_eviction(rec, reflected=False)
 
+    @contextlib.asynccontextmanager
+    async def outage(self) -> AsyncIterator[None]:
+        """Mark a planned outage of the API server (a restart) for the block's duration.
+
+        While it lasts the grace-based rules are not judged, and when it ends their grace
+        starts again from its end: every controller, the garbage collector and Kueue
+        included, gets its whole ``grace`` to recover (retries that backed off during the
+        outage, informers relisting). The immediate rules go on being checked.
+        """
+        self._outages += 1
+        try:
+            yield
+        finally:
+            self._outages -= 1
+            end = self._clock.monotonic()
+            for key, since in self._since.items():
+                self._since[key] = max(since, end)
+            for rec in self._evictions.values():
+                rec.seen_at = max(rec.seen_at, end)
+
     # -- the timer -------------------------------------------------------------------------------
 
     async def _tick_loop(self) -> None:
@@ -886,6 +908,8 @@ class InvariantWatcher:
                 log.exception("invariant watcher: evaluation failed")
 
     async def _tick(self) -> None:
+        if self._outages:
+            return
         now = self._clock.monotonic()
         holding: set[tuple[str, ...]] = set()
 

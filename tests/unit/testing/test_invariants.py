@@ -334,6 +334,25 @@ async def test_a_workload_outliving_its_owner_is_flagged(
                f"{'was deleted' if how == 'deleted' else 'was replaced'}" in v.message
 
 
+async def test_an_outage_restarts_the_grace_of_what_it_held_up(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """During a planned API server outage nothing grace-based is judged, and the grace
+    starts again when it ends: controllers get their whole grace to recover."""
+    monkeypatch.setattr(gc_module, "collect", lambda server: False)  # the GC does not run
+    async with watching(world) as watcher:
+        job = await world.job(suspend=True)
+        await world.workload(job, finalizer=False)
+        await world.delete_job("job")
+        async with watcher.outage():
+            await asyncio.sleep(GRACE * 3)
+            assert watcher.violations == [], "nothing judged during the outage"
+        ended = time.monotonic()
+        await until(lambda: bool(watcher.violations), "the violation")
+        assert time.monotonic() - ended >= GRACE * 0.9, "a whole grace after the outage"
+        [v] = watcher.violations
+        assert v.rule == RULE_ORPHANED_WORKLOAD
+
+
 async def test_a_workload_held_by_its_finalizer_after_the_owner_went(world: World) -> None:
     async with watching(world) as watcher:
         job = await world.job(suspend=True)
