@@ -16,7 +16,14 @@ the parent. This module holds the parts every such kind needs:
   (a Job's scheduling directives may change only while it is suspended and has no
   ``startTime``, as Kueue's own Job integration does on stop);
 - :func:`merge_pod_template_params`: labels, annotations and env merged into a pod
-  template (the given values win).
+  template (the given values win);
+- :meth:`ParentReconciler.fail_invalid` and :class:`InvalidSpecEvents`: how a parent whose
+  spec breaks its validating webhook's rules (written while the webhook was not called)
+  is reported, failed for good or, when its status is another controller's, with a
+  Warning event.
+
+Pod templates are kept as sent by the CRDs (any JSON inside): what reads them here never
+takes a part of the wrong JSON type for what it should be.
 """
 
 from __future__ import annotations
@@ -27,15 +34,18 @@ import enum
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import attrs
 
 from .api.conditions import CONDITION_FALSE, CONDITION_TRUE, find_condition, set_condition
+from .constants import truncate_condition_message, truncate_event_message
+from .field import ErrorList
 from .podset import PodSetInfo, merge_into_template
 from .runtime.client import ObjectList, PropagationPolicy
 from .runtime.clock import Clock, RealClock
-from .runtime.objects import GVK, Object, annotations_of
+from .runtime.events import WARNING
+from .runtime.objects import GVK, Object, annotations_of, name_of, namespace_of, uid_of
 
 log = logging.getLogger(__name__)
 
@@ -96,10 +106,16 @@ def pod_count(job_spec: Mapping[str, Any]) -> int:
 # --- merging parameters into pod templates ----------------------------------------------------
 
 
+def _list(value: Any) -> list[Any]:
+    """``value`` when it is a JSON array, else empty: a pod template the API server kept as
+    sent may hold any JSON where a list belongs, which is never read as one."""
+    return value if isinstance(value, list) else []
+
+
 def _containers(pod_spec: Mapping[str, Any]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for key in ("initContainers", "containers"):
-        out.extend(c for c in pod_spec.get(key) or [] if isinstance(c, dict))
+        out.extend(c for c in _list(pod_spec.get(key)) if isinstance(c, dict))
     return out
 
 
@@ -128,18 +144,27 @@ def merge_pod_template_params(
 
     Labels and annotations are merged (the given values win). The env variables go first
     in every container and init container, replacing a variable of the same name, so a
-    container's own ``$(VAR)`` can refer to them.
+    container's own ``$(VAR)`` can refer to them. Parts of the template of the wrong JSON
+    type (it is kept as sent) are never read as what they should be: a map that is no
+    object is replaced, env items that are no object are kept as they are, for the API
+    server to refuse naming the field.
     """
     meta, pod = pod_template_parts(job_spec)
     if labels:
-        meta["labels"] = {**(meta.get("labels") or {}), **labels}
+        meta["labels"] = {**_map(meta.get("labels")), **labels}
     if annotations:
-        meta["annotations"] = {**(meta.get("annotations") or {}), **annotations}
+        meta["annotations"] = {**_map(meta.get("annotations")), **annotations}
     if env:
         names = {str(e.get("name")) for e in env}
         for c in _containers(pod):
-            own = [e for e in c.get("env") or [] if e.get("name") not in names]
+            own = [e for e in _list(c.get("env"))
+                   if not (isinstance(e, dict) and isinstance(e.get("name"), str))
+                   or e["name"] not in names]
             c["env"] = [copy.deepcopy(dict(e)) for e in env] + own
+
+
+def _map(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 # --- Kueue's admission data on child Jobs -----------------------------------------------------
@@ -398,6 +423,77 @@ def mirrored_children(parent: Mapping[str, Any], key: str
     return out
 
 
+# --- a spec that breaks the validating webhook's rules -----------------------------------------
+
+#: The reason of the ``Failed`` condition (and of the Warning event of an object whose
+#: status is not ours to write) when the spec breaks the rules of the kind's validating
+#: webhook: the object was written while the webhook was not called (its configuration
+#: removed, ``failurePolicy: Ignore`` during an outage, a restored backup).
+INVALID_SPEC_REASON: Final = "InvalidSpec"
+#: The ``status.state`` and condition type of a failed parent (JobFlow, DaemonJob).
+FAILED: Final = "Failed"
+
+
+def invalid_spec_message(errs: ErrorList) -> str:
+    """``invalid spec: `` and the field errors worded as the webhook's denial words them
+    (one error: itself; several: ``[e1, e2]``), within a condition message's limit."""
+    return truncate_condition_message(f"invalid spec: {errs.to_aggregate()}")
+
+
+def failed_for_invalid_spec(parent: Mapping[str, Any]) -> bool:
+    """Whether ``parent`` was failed for an invalid spec (its ``Failed`` condition is True
+    with :data:`INVALID_SPEC_REASON`): a terminal state, kept even if the spec is later
+    made valid (Kueue has finished its Workload by then)."""
+    status = parent.get("status")
+    if not isinstance(status, Mapping) or status.get("state") != FAILED:
+        return False
+    conditions = status.get("conditions")
+    cond = find_condition(conditions if isinstance(conditions, list) else [], FAILED)
+    return (cond is not None and cond.get("status") == CONDITION_TRUE
+            and cond.get("reason") == INVALID_SPEC_REASON)
+
+
+def generation_observed(parent: Mapping[str, Any]) -> bool:
+    """Whether the controller already acted on this generation of ``parent``'s spec
+    (``status.observedGeneration`` is ``metadata.generation``): its rules were checked
+    then, and are checked again only when the spec changes. So an object accepted by an
+    older, laxer webhook keeps running after an upgrade until it is edited."""
+    generation = (parent.get("metadata") or {}).get("generation")
+    status = parent.get("status")
+    return (bool(generation) and isinstance(status, Mapping)
+            and status.get("observedGeneration") == generation)
+
+
+class InvalidSpecEvents:
+    """One Warning event (:data:`INVALID_SPEC_REASON`) per generation of an invalid object
+    whose status this controller does not write: a JobTemplate (its status has no
+    conditions), or a parent that another controller manages (MultiKueue copies the
+    worker's status over it).
+
+    What was reported is remembered in memory, so a restarted manager reports each such
+    object once more; the Event API aggregates repeats into one event's count.
+    """
+
+    def __init__(self, recorder: Recorder) -> None:
+        self.recorder = recorder
+        self._reported: dict[tuple[str, str], tuple[str, int, str]] = {}
+
+    def report(self, obj: Mapping[str, Any], errs: ErrorList) -> None:
+        """Record the event for ``obj`` unless this generation was reported already."""
+        message = invalid_spec_message(errs)
+        generation = int((obj.get("metadata") or {}).get("generation") or 0)
+        key = (namespace_of(obj), name_of(obj))
+        seen = (uid_of(obj), generation, message)
+        if self._reported.get(key) == seen:
+            return
+        self._reported[key] = seen
+        self.recorder.event(obj, WARNING, INVALID_SPEC_REASON, truncate_event_message(message))
+
+    def forget(self, namespace: str, name: str) -> None:
+        """Drop what was reported about ``namespace/name`` (deleted, or valid again)."""
+        self._reported.pop((namespace, name), None)
+
+
 class ParentReconciler:
     """Base of the controllers of parents of child Jobs: their reads, writes, events and
     clock."""
@@ -408,6 +504,46 @@ class ParentReconciler:
         self.writer = writer
         self.recorder = recorder
         self.clock: Clock = clock or RealClock()
+        #: The events about invalid parents whose status is another controller's.
+        self.invalid_spec_events = InvalidSpecEvents(recorder)
+
+    async def fail_invalid(self, parent: Object, errs: ErrorList,
+                           children: Sequence[Object]) -> None:
+        """Fail ``parent``, whose spec breaks its webhook's rules (``errs``), for good.
+
+        Its running child Jobs are suspended (none is created), ``status.state`` becomes
+        ``Failed`` with the ``Failed`` condition True (:data:`INVALID_SPEC_REASON`, the
+        message listing ``errs`` as the webhook words them, the generation observed), the
+        rest of ``status`` is kept, so what Kueue reads of the run stays as it was, and one
+        Warning ``Failed`` event says so; a new generation that is still invalid updates
+        the message (and sends the event again only if the message changed). Kueue's
+        adapter then reports the parent finished, failed, and Kueue finishes its Workload.
+        """
+        for job in children:
+            if job_outcome(job).phase == JobPhase.RUNNING:
+                await suspend_job(self.writer, job)
+        message = invalid_spec_message(errs)
+        old = parent.get("status")
+        old = old if isinstance(old, dict) else {}
+        status = copy.deepcopy(old)
+        status["state"] = FAILED
+        conditions = status.get("conditions")
+        conditions = copy.deepcopy(conditions) if isinstance(conditions, list) else []
+        generation = int((parent.get("metadata") or {}).get("generation") or 0)
+        before = find_condition(conditions, FAILED)
+        old_message = before.get("message") if before is not None else None
+        set_status_condition(conditions, FAILED, True, INVALID_SPEC_REASON, message,
+                             generation, self.clock.now(), "")
+        status["conditions"] = conditions
+        if generation:
+            status["observedGeneration"] = generation
+        if status == old:
+            return
+        updated = copy.deepcopy(parent)
+        updated["status"] = status
+        await self.writer.update_status(updated)
+        if old.get("state") != FAILED or old_message != message:
+            self.recorder.event(parent, WARNING, FAILED, truncate_event_message(message))
 
 
 # --- suspending and resuming child Jobs -------------------------------------------------------
@@ -470,7 +606,10 @@ async def resume_job(
 
 
 __all__ = [
+    "FAILED",
+    "INVALID_SPEC_REASON",
     "IndexedReader",
+    "InvalidSpecEvents",
     "JobOutcome",
     "JobPhase",
     "JobWriter",
@@ -478,6 +617,8 @@ __all__ = [
     "ParentWriter",
     "Recorder",
     "child_status_entry",
+    "failed_for_invalid_spec",
+    "generation_observed",
     "info_fits",
     "info_from_dict",
     "info_to_dict",
@@ -485,6 +626,7 @@ __all__ = [
     "infos_to_json",
     "inject_info",
     "injected_info",
+    "invalid_spec_message",
     "job_outcome",
     "merge_pod_template_params",
     "mirrored_children",

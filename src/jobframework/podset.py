@@ -349,21 +349,31 @@ def pod_sets_info_from_workload_spec(pod_sets: Sequence[PodSet]) -> list[PodSetI
 
 def _sanitize_container(container: dict[str, Any]) -> None:
     env = container.get("env")
-    if not env:
+    if not env or not isinstance(env, list):
         return
     # Keep the last value for each name, at the position where the name first appeared.
-    order: dict[str, Any] = {}
-    for var in env:
-        order[var.get("name", "")] = var
+    # Items of another JSON type (a template the API server kept as sent) stay where they
+    # are: the Workload's schema then refuses them, naming the field.
+    order: dict[Any, Any] = {}
+    for i, var in enumerate(env):
+        name = var.get("name", "") if isinstance(var, dict) else None
+        order[name if isinstance(name, str) else (i,)] = var
     container["env"] = list(order.values())
 
 
 def sanitize_pod_set(pod_set: PodSet) -> None:
-    """De-duplicate env vars by name in every (init) container (``SanitizePodSet``)."""
-    spec = pod_set.template.get("spec") or {}
+    """De-duplicate env vars by name in every (init) container (``SanitizePodSet``).
+
+    Parts of the wrong JSON type are left as they are, never read as what they should be.
+    """
+    spec = pod_set.template.get("spec")
+    if not isinstance(spec, dict):
+        return
     for key in ("containers", "initContainers"):
-        for container in spec.get(key) or []:
-            _sanitize_container(container)
+        containers = spec.get(key)
+        for container in containers if isinstance(containers, list) else []:
+            if isinstance(container, dict):
+                _sanitize_container(container)
 
 
 def sanitize_pod_sets(pod_sets: Sequence[PodSet]) -> None:

@@ -23,6 +23,36 @@ from .strategies import field_paths
 #: message. None so far; the list stays, explicit.
 NOT_A_FIELD: Final[dict[str, str]] = {}
 
+#: Semantic cases whose rule is Kueue's own (its generic jobframework's: the queue name and
+#: maximum execution time labels; its batch/v1 Job integration's: the Job annotations), so
+#: what happens past the webhook is Kueue v0.19.2's, which no condition or event reports:
+#: none of our controllers checks Kueue's rules (written to our kinds, they run as usual).
+#: What Kueue does instead, with where (``pkg/controller/...``, v0.19.2):
+KUEUE_RULES: Final[dict[str, str]] = {
+    **{f"{kind}/queue-name-not-a-name": (
+        "the API server refuses its Workload (spec.queueName: a DNS subdomain); "
+        "jobframework/reconciler.go handleJobWithNoWorkload returns the create error, "
+        "which controller-runtime logs and retries with backoff, after stopping a job that "
+        "runs (Normal Stopped); no Warning event (the package's only one is "
+        "JobNestingTooDeep)")
+       for kind in ("jobflow", "daemonjob", "appwrapper", "batchjob")},
+    **{f"{kind}/max-exec-time-{what}": (
+        "jobframework/utils.go MaximumExecutionTimeSecondsForObject reads a value that is "
+        "no positive int32 as unset: its Workload has no maximumExecutionTimeSeconds")
+       for kind in ("jobflow", "daemonjob", "appwrapper", "batchjob")
+       for what in ("not-a-number", "zero")},
+    "batchjob/min-parallelism-not-a-number": (
+        "jobs/job/job_controller.go minPodsCount reads a value that is no integer as unset: "
+        "its Workload's PodSet has no minCount"),
+    "batchjob/min-parallelism-too-big": (
+        "jobs/job/job_controller.go minPodsCount takes it as it is; the API server refuses "
+        "the Workload (the PodSet's CEL rule minCount <= count), the create error is logged "
+        "and retried with backoff, as for a queue name"),
+    "batchjob/completions-equal-parallelism-not-a-bool": (
+        "jobs/job/job_controller.go syncCompletionWithParallelism reads a value that is no "
+        "bool as false: the Job is admitted and started as without it"),
+}
+
 #: Condition types that report a problem when True.
 PROBLEM_CONDITIONS: Final = frozenset({"Failed", "Unhealthy", "NoEligibleNodes",
                                        "JobTemplateMissing", "Invalid"})
@@ -63,6 +93,8 @@ class Crash:
 class CrashLog(logging.Handler):
     """Keeps the errors logged with a built-in exception (``AttributeError``,
     ``TypeError``...): a bug, where a refusal by the API server or a conflict is not.
+    Every error logged with an exception is kept too (:attr:`errors`): a failed reconcile
+    retried with backoff is how Kueue reports some bad input (its log line).
 
     Attach it to the ``jobframework`` logger; the controllers log a failed reconcile with
     the request as the first argument, so :attr:`Crash.key` names the object.
@@ -71,20 +103,27 @@ class CrashLog(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.ERROR)
         self.crashes: list[Crash] = []
+        self.errors: list[Crash] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        """Keep ``record`` when its exception is a built-in one."""
+        """Keep ``record`` when it has an exception; as a crash when a built-in one."""
         err = record.exc_info[1] if record.exc_info else None
-        if err is None or type(err).__module__ != "builtins":
+        if err is None:
             return
         request = record.args[0] if isinstance(record.args, tuple) and record.args else None
         key = (f"{request.namespace}/{request.name}"
                if hasattr(request, "namespace") and hasattr(request, "name") else "")
-        self.crashes.append(Crash(record.name, key, err))
+        self.errors.append(Crash(record.name, key, err))
+        if type(err).__module__ == "builtins":
+            self.crashes.append(Crash(record.name, key, err))
 
     def of(self, namespace: str, name: str) -> list[Crash]:
         """The crashes of reconciles of ``namespace/name``."""
         return [c for c in self.crashes if c.key == f"{namespace}/{name}"]
+
+    def errors_of(self, namespace: str, name: str) -> list[Crash]:
+        """Every error logged by reconciles of ``namespace/name``."""
+        return [c for c in self.errors if c.key == f"{namespace}/{name}"]
 
 
 class Reader(Protocol):

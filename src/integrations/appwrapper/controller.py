@@ -14,6 +14,11 @@ and writes the conditions Kueue's GenericJob reads (``QuotaReserved`` = quota he
 condition's ``lastTransitionTime`` moves only when its status changes, which is what the
 timers measure from (see ``docs/appwrapper-lifecycle.md``).
 
+- The first phase checks the components against the webhook's rules (structure, nested
+  AppWrappers, namespaces, PodSet paths and inference, 1 to 8 PodSets): an AppWrapper
+  written while the webhook was not called and breaking them goes from ``""`` straight to
+  Failed with ``Unhealthy=True`` ``CreateFailed`` naming the fields (upstream retries that
+  pass forever, or fails it only once admitted).
 - Components are created in order with a controller owner reference and the pod-set
   injection of :func:`~.podsets.inject_pod_set_infos`, each step recorded in
   ``status.componentStatus``; an Invalid or unknown-kind create is fatal (Failed), other
@@ -50,6 +55,7 @@ from jobframework.api.conditions import (
     is_condition_true,
     set_condition,
 )
+from jobframework.constants import truncate_condition_message, truncate_event_message
 from jobframework.reconciler import create_merge_patch
 from jobframework.runtime.builder import ControllerBuilder
 from jobframework.runtime.client.discovery import NoKindMatchError
@@ -69,7 +75,7 @@ from jobframework.runtime.objects import (
     name_of,
     namespace_of,
 )
-from jobframework.runtime.reconcile import Request, Result, TerminalError
+from jobframework.runtime.reconcile import Request, Result
 from jobframework.runtime.selectors import LabelSelector
 
 from .api import (
@@ -104,6 +110,7 @@ from .faults import (
 )
 from .podsets import inject_pod_set_infos, replicas
 from .resources import count_failed, finish_component, initial_component_status
+from .webhook import AppWrapperWebhook
 
 log = logging.getLogger(__name__)
 
@@ -248,6 +255,10 @@ class AppWrapperReconciler:
         self.clock: Clock = clock or RealClock()
         self.node_health = node_health if node_health is not None else NodeHealth()
         self.phase_counter = phase_counter
+        #: The webhook's component rules, without the checks needing the API server or
+        #: the creator (served kinds, SubjectAccessReview): a kind not served yet may be
+        #: installed before admission; creating it fails it otherwise (NoKindMatch).
+        self.validator = AppWrapperWebhook(None)
 
     # -- entry ------------------------------------------------------------------------------
 
@@ -396,15 +407,28 @@ class AppWrapperReconciler:
     async def _empty(self, aw: Object) -> Result:
         status = _status(aw)
         orig = copy.deepcopy(status)
+        # The webhook's rules, again (deviation): an AppWrapper written while the webhook
+        # was not called and breaking them can never deploy. Upstream retries such a pass
+        # with backoff forever, or fails it only once admitted (CreateFailed); here it
+        # fails at once, the same way, before Kueue reserves quota for it.
+        errs = await self.validator.spec_errors(aw)
+        if errs:
+            return await self._fail_invalid(aw, orig, f"invalid spec: {errs.to_aggregate()}")
         if len(_component_statuses(aw)) != len(_components(aw)):
             try:
                 status["componentStatus"] = initial_component_status(aw)
             except (ValueError, TypeError, KeyError, AttributeError) as err:
-                # Components are immutable: retrying cannot help (the webhook rejects
-                # such AppWrappers; upstream retries with backoff forever).
-                raise TerminalError(f"cannot determine the PodSets of AppWrapper "
-                                    f"{namespace_of(aw)}/{name_of(aw)}: {err}") from err
+                # Components are immutable: retrying cannot help.
+                return await self._fail_invalid(aw, orig, f"cannot determine the PodSets: "
+                                                          f"{err}")
         return await self._transition(aw, orig, AppWrapperPhase.SUSPENDED)
+
+    async def _fail_invalid(self, aw: Object, orig: Mapping[str, Any], why: str) -> Result:
+        """Empty → Failed with upstream's ``CreateFailed`` condition and event."""
+        detail = truncate_condition_message(f"error creating components: {why}")
+        self._unhealthy(aw, "CreateFailed", detail,
+                        truncate_event_message("CreateFailed: " + detail))
+        return await self._transition(aw, orig, AppWrapperPhase.FAILED)
 
     async def _suspended_phase(self, aw: Object) -> Result:
         if _suspended(aw):

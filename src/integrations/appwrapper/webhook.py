@@ -195,11 +195,20 @@ class AppWrapperWebhook:
     async def create_errors(self, aw: Object, request: AdmissionRequest | None) -> ErrorList:
         """Every create-time error of ``aw`` (see the module docstring)."""
         errs = ErrorList()
-        namespace = namespace_of(aw) or (request.namespace if request is not None else "")
         if request is None:
             errs.append(field.internal_error(
                 _COMPONENTS, MissingAdmissionRequestError("admission.Request not found in "
                                                           "context")))
+        errs.extend(await self.spec_errors(aw, request))
+        return errs
+
+    async def spec_errors(self, aw: Object, request: AdmissionRequest | None = None
+                          ) -> ErrorList:
+        """The create-time errors of ``aw``'s components; without a ``request`` (the
+        framework controller checking an AppWrapper written past the webhook) no
+        SubjectAccessReview is asked, the creator being unknown."""
+        errs = ErrorList()
+        namespace = namespace_of(aw) or (request.namespace if request is not None else "")
         count = 0
         for idx, component in enumerate(_components(aw)):
             count += await self._component_errors(errs, idx, component, namespace, request)

@@ -14,6 +14,19 @@ Each pass over one DaemonJob:
    under ``FailFast``, and deletes the Jobs of deleted nodes;
 4. writes ``status`` when it changed, and records an event when the DaemonJob finishes.
 
+Before all that, each new generation of the DaemonJob (not yet in
+``status.observedGeneration``) is checked against its validating webhook's rules
+(:func:`~.webhook.validate_daemonjob`; not the create-time count of eligible nodes, which
+the ``NoEligibleNodes`` condition reports while the DaemonJob waits for one): one written
+while the webhook was not called (its configuration removed, say) and breaking them
+lists no node and creates no Job. It fails for good
+(:meth:`~jobframework.childjobs.ParentReconciler.fail_invalid`): state ``Failed``, the
+``Failed`` condition with reason ``InvalidSpec`` and the webhook's field errors, one
+Warning ``Failed`` event, running Jobs suspended; Kueue then finishes its Workload. Still
+invalid in a later generation: the message follows; corrected: it stays failed. A
+generation already acted on is not checked again, so one that an older, laxer webhook
+accepted keeps running after an upgrade.
+
 Node events (create, delete, and updates of labels, taints, ``unschedulable`` or the
 ``Ready`` status) reconcile every DaemonJob that has not finished.
 
@@ -21,8 +34,10 @@ A DaemonJob whose ``spec.managedBy`` names another controller (MultiKueue on a m
 cluster, see :func:`~.api.managed_elsewhere`) is left alone entirely: no node is listed
 for it, no nodes are fixed, no Job is created, suspended, resumed or deleted, and nothing
 is written to it (its ``status`` is the worker's, copied by MultiKueue), even once Kueue
-unsuspends it on admission. The generic reconciler still keeps its Workload. On the
-worker cluster the copy has no ``managedBy`` and runs here.
+unsuspends it on admission; an invalid one (MultiKueue's without its declared nodes, say)
+gets a Warning ``InvalidSpec`` event only. A ``managedBy`` that is itself invalid names no
+controller: such a DaemonJob is failed here. The generic reconciler still keeps its
+Workload. On the worker cluster the copy has no ``managedBy`` and runs here.
 """
 
 from __future__ import annotations
@@ -34,7 +49,15 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from jobframework import childjobs
-from jobframework.childjobs import inject_info, resume_job, suspend_job
+from jobframework.childjobs import (
+    failed_for_invalid_spec,
+    generation_observed,
+    inject_info,
+    resume_job,
+    suspend_job,
+)
+from jobframework.field import ErrorList
+from jobframework.managedby import validate_managed_by
 from jobframework.podset import InvalidPodSetUpdateError, PodSetInfo
 from jobframework.runtime.builder import ControllerBuilder
 from jobframework.runtime.cache import Cache
@@ -75,6 +98,7 @@ from .api import (
 )
 from .nodes import eligible_nodes, is_ready
 from .plan import Plan, admission_for, build_node_job, node_of_job, plan, run_nodes
+from .webhook import validate_daemonjob
 
 log = logging.getLogger(__name__)
 
@@ -149,11 +173,26 @@ class DaemonJobReconciler(childjobs.ParentReconciler):
             dj = await self.reader.get(DAEMONJOB_GVK, request.name,
                                        namespace=request.namespace)
         except NotFound:
+            self.invalid_spec_events.forget(request.namespace, request.name)
             return Result()
-        if managed_elsewhere(dj):
+        if managed_elsewhere(dj) and not validate_managed_by(dj):
+            errs = validate_daemonjob(dj)
+            if errs:
+                # Its status is the other controller's (MultiKueue copies the worker's).
+                self.invalid_spec_events.report(dj, errs)
             log.debug("DaemonJob %s/%s is managed by %s; leaving it alone", request.namespace,
                       request.name, managed_by(dj))
             return Result()
+        if not is_being_deleted(dj):
+            # The webhook's own rules, again, on each new generation before it is acted
+            # on: an object written while the webhook was not called must not be run as
+            # if it had passed them.
+            errs = ErrorList() if generation_observed(dj) else validate_daemonjob(dj)
+            if errs:
+                await self.fail_invalid(dj, errs, list((await self.children(dj)).values()))
+                return Result()
+            if failed_for_invalid_spec(dj):
+                return Result()  # terminal, even once the spec is corrected
         spec = DaemonJobSpec.of(dj)
         nodes = (await self.reader.list(NODE_GVK)).items
         live = {name_of(n): n for n in nodes}

@@ -96,7 +96,7 @@ def _int(value: str) -> int | None:
 def requirement_matches(req: Mapping[str, Any], value: str | None) -> bool:
     """One ``NodeSelectorRequirement`` against a label (or field) value (None: absent)."""
     op = req.get("operator")
-    values = [str(v) for v in req.get("values") or []]
+    values = [str(v) for v in _array(req.get("values"))]
     if op == "In":
         return value is not None and value in values
     if op == "NotIn":
@@ -117,8 +117,8 @@ def requirement_matches(req: Mapping[str, Any], value: str | None) -> bool:
 
 def term_matches(term: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
     """A ``NodeSelectorTerm``: all of its requirements hold; an empty term matches nothing."""
-    exprs = term.get("matchExpressions") or []
-    fields = term.get("matchFields") or []
+    exprs = [r for r in _array(term.get("matchExpressions")) if isinstance(r, Mapping)]
+    fields = [r for r in _array(term.get("matchFields")) if isinstance(r, Mapping)]
     if not exprs and not fields:
         return False
     labels = labels_of(node)
@@ -132,13 +132,18 @@ def term_matches(term: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
     return True
 
 
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
 def required_terms(pod_spec: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
-    """The required node affinity's terms, or None when the template has none."""
-    node_affinity = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {})
+    """The required node affinity's terms, or None when the template has none (parts of
+    the wrong JSON type, which the webhook refuses, are read as absent)."""
+    node_affinity = _mapping(_mapping(pod_spec.get("affinity")).get("nodeAffinity"))
     required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
-    if required is None:
+    if not isinstance(required, Mapping):
         return None
-    return list(required.get("nodeSelectorTerms") or [])
+    return [t for t in _array(required.get("nodeSelectorTerms")) if isinstance(t, Mapping)]
 
 
 def ineligible_reason(
@@ -152,10 +157,11 @@ def ineligible_reason(
         return Ineligible.NOT_READY
     if (node.get("spec") or {}).get("unschedulable"):
         return Ineligible.UNSCHEDULABLE
-    if untolerated_taint(node, pod_spec.get("tolerations") or []) is not None:
+    tolerations = [t for t in _array(pod_spec.get("tolerations")) if isinstance(t, Mapping)]
+    if untolerated_taint(node, tolerations) is not None:
         return Ineligible.TAINTED
     labels = labels_of(node)
-    selector = pod_spec.get("nodeSelector") or {}
+    selector = _mapping(pod_spec.get("nodeSelector"))
     if any(labels.get(str(k)) != str(v) for k, v in selector.items()):
         return Ineligible.NODE_SELECTOR
     terms = required_terms(pod_spec)
@@ -225,19 +231,34 @@ def pin_to_node(pod_spec: dict[str, Any], node_name: str) -> None:
     ``metadata.name``, as the DaemonSet controller does), ANDed into every required term;
     a template without required terms gets one term with just the node."""
     pin = {"key": "metadata.name", "operator": "In", "values": [node_name]}
-    affinity = pod_spec.setdefault("affinity", {})
-    node_affinity = affinity.setdefault("nodeAffinity", {})
-    required = node_affinity.setdefault("requiredDuringSchedulingIgnoredDuringExecution", {})
-    terms = required.get("nodeSelectorTerms") or []
+    # A null part is unset, as Go decodes it (Helm renders an empty ``affinity:`` value as
+    # null, which the webhook accepts); one of another JSON type, which the webhook refuses
+    # and the controller fails, is replaced rather than read.
+    affinity = _object(pod_spec, "affinity")
+    node_affinity = _object(affinity, "nodeAffinity")
+    required = _object(node_affinity, "requiredDuringSchedulingIgnoredDuringExecution")
+    terms = [t for t in _array(required.get("nodeSelectorTerms")) if isinstance(t, Mapping)]
     if not terms:
         required["nodeSelectorTerms"] = [{"matchFields": [pin]}]
         return
     pinned = []
     for term in terms:
-        term = copy.deepcopy(dict(term))
-        term["matchFields"] = [*(term.get("matchFields") or []), copy.deepcopy(pin)]
-        pinned.append(term)
+        one = copy.deepcopy(dict(term))
+        one["matchFields"] = [*_array(one.get("matchFields")), copy.deepcopy(pin)]
+        pinned.append(one)
     required["nodeSelectorTerms"] = pinned
+
+
+def _object(parent: dict[str, Any], key: str) -> dict[str, Any]:
+    """``parent[key]``, made an empty object when it is absent, null or no object."""
+    value = parent.get(key)
+    if not isinstance(value, dict):
+        value = parent[key] = {}
+    return value
+
+
+def _array(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 __all__ = [

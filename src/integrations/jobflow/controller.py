@@ -15,11 +15,24 @@
 3. write ``status`` (state, ``jobStatusList``, per-flow phases, counts, conditions) when
    it changed, and record an event when the flow finishes.
 
+Before all that, each new generation of the JobFlow (not yet in
+``status.observedGeneration``) is checked against its validating webhook's rules
+(:func:`~.webhook.validate_jobflow`): one written while the webhook was not called (its
+configuration removed, say) and breaking them creates no Job. It fails for good
+(:meth:`~jobframework.childjobs.ParentReconciler.fail_invalid`): state ``Failed``, the
+``Failed`` condition with reason ``InvalidSpec`` and the webhook's field errors, one
+Warning ``Failed`` event, running Jobs suspended; Kueue then finishes its Workload. Still
+invalid in a later generation: the message follows; corrected: it stays failed. A
+generation already acted on is not checked again, so one that an older, laxer webhook
+accepted keeps running after an upgrade.
+
 A JobFlow whose ``spec.managedBy`` names another controller (MultiKueue on a manager
 cluster, see :func:`~.api.managed_elsewhere`) is left alone entirely: no Job is created,
 suspended or resumed, nothing is written to it (its ``status`` is the worker's, copied by
-MultiKueue), even once Kueue unsuspends it on admission. The generic reconciler still
-keeps its Workload. On the worker cluster the copy has no ``managedBy`` and runs here.
+MultiKueue), even once Kueue unsuspends it on admission; an invalid one gets a Warning
+``InvalidSpec`` event only. A ``managedBy`` that is itself invalid names no controller:
+such a JobFlow is failed here. The generic reconciler still keeps its Workload. On the
+worker cluster the copy has no ``managedBy`` and runs here.
 
 A step whose ``jobTemplateRef`` names a missing JobTemplate waits: its phase is
 ``WaitingForTemplate``, the ``JobTemplateMissing`` condition and a Warning event say so,
@@ -27,7 +40,8 @@ and the JobTemplate watch reconciles the JobFlow when the template appears.
 
 :class:`JobTemplateReconciler` keeps ``status.dependencyList`` equal to the names of the
 Jobs created from the template (by their ``createByJobTemplate`` annotation, through an
-index), clearing it when none is left.
+index), clearing it when none is left; a template breaking the webhook's rule gets a
+Warning ``InvalidSpec`` event.
 """
 
 from __future__ import annotations
@@ -38,7 +52,14 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from jobframework import childjobs
-from jobframework.childjobs import resume_job, suspend_job
+from jobframework.childjobs import (
+    failed_for_invalid_spec,
+    generation_observed,
+    resume_job,
+    suspend_job,
+)
+from jobframework.field import ErrorList
+from jobframework.managedby import validate_managed_by
 from jobframework.podset import InvalidPodSetUpdateError, PodSetInfo
 from jobframework.runtime.builder import ControllerBuilder
 from jobframework.runtime.cache import Cache
@@ -85,6 +106,7 @@ from .dag import (
     job_outcome,
     plan,
 )
+from .webhook import validate_jobflow, validate_jobtemplate
 
 log = logging.getLogger(__name__)
 
@@ -165,11 +187,29 @@ class JobFlowReconciler(childjobs.ParentReconciler):
             jobflow = await self.reader.get(JOBFLOW_GVK, request.name,
                                             namespace=request.namespace)
         except NotFound:
+            self.invalid_spec_events.forget(request.namespace, request.name)
             return Result()
-        if managed_elsewhere(jobflow):
+        if managed_elsewhere(jobflow) and not validate_managed_by(jobflow):
+            errs = validate_jobflow(jobflow)
+            if errs:
+                # Its status is the other controller's (MultiKueue copies the worker's).
+                self.invalid_spec_events.report(jobflow, errs)
             log.debug("JobFlow %s/%s is managed by %s; leaving it alone", request.namespace,
                       request.name, managed_by(jobflow))
             return Result()
+        if not is_being_deleted(jobflow):
+            # The webhook's own rules, again, on each new generation before it is acted
+            # on: an object written while the webhook was not called must not be run as
+            # if it had passed them.
+            errs = ErrorList() if generation_observed(jobflow) else validate_jobflow(jobflow)
+            if errs:
+                owned = await self.reader.list(
+                    JOB_GVK, namespace=namespace_of(jobflow),
+                    matching_fields={OWNER_UID_INDEX: uid_of(jobflow)})
+                await self.fail_invalid(jobflow, errs, owned.items)
+                return Result()
+            if failed_for_invalid_spec(jobflow):
+                return Result()  # terminal, even once the spec is corrected
         spec = JobFlowSpec.of(jobflow)
         children = await self.children(jobflow)
         p = plan(jobflow, children)
@@ -375,11 +415,21 @@ def template_requests(job: Object) -> Iterable[Request]:
 
 
 class JobTemplateReconciler:
-    """Keeps ``status.dependencyList`` of a JobTemplate current."""
+    """Keeps ``status.dependencyList`` of a JobTemplate current, and reports a template
+    that breaks the webhook's rule (written while the webhook was not called) with one
+    Warning ``InvalidSpec`` event per generation: its status has no conditions, and
+    nothing else reads it until a flow names it.
 
-    def __init__(self, reader: IndexedReader, writer: Writer) -> None:
+    Args:
+        recorder: where that event goes (None: not reported).
+    """
+
+    def __init__(self, reader: IndexedReader, writer: Writer,
+                 recorder: Recorder | None = None) -> None:
         self.reader = reader
         self.writer = writer
+        self.invalid_spec_events = (childjobs.InvalidSpecEvents(recorder)
+                                    if recorder is not None else None)
 
     async def reconcile(self, request: Request) -> Result:
         """Write the sorted names of the Jobs created from the template."""
@@ -387,7 +437,15 @@ class JobTemplateReconciler:
             template = await self.reader.get(JOBTEMPLATE_GVK, request.name,
                                              namespace=request.namespace)
         except NotFound:
+            if self.invalid_spec_events is not None:
+                self.invalid_spec_events.forget(request.namespace, request.name)
             return Result()
+        if self.invalid_spec_events is not None:
+            errs = validate_jobtemplate(template)
+            if errs:
+                self.invalid_spec_events.report(template, errs)
+            else:
+                self.invalid_spec_events.forget(request.namespace, request.name)
         jobs = await self.reader.list(
             JOB_GVK, namespace=request.namespace,
             matching_fields={CREATED_BY_TEMPLATE_INDEX: template_annotation_value(
@@ -420,6 +478,7 @@ async def setup_controllers(mgr: Manager) -> tuple[JobFlowReconciler, JobTemplat
     flows = JobFlowReconciler(client, client, mgr.get_event_recorder_for(
         JOBFLOW_CONTROLLER_NAME), clock=mgr.clock)
     flows.setup_with_manager(mgr)
-    templates = JobTemplateReconciler(client, client)
+    templates = JobTemplateReconciler(client, client, mgr.get_event_recorder_for(
+        JOBTEMPLATE_CONTROLLER_NAME))
     templates.setup_with_manager(mgr)
     return flows, templates

@@ -495,11 +495,13 @@ async def test_label_conflict_is_a_fatal_create_failure(h: Harness) -> None:
 
 
 async def test_bad_pod_set_path_is_a_fatal_create_failure(h: Harness) -> None:
-    """A declared PodSet path that leads nowhere (the webhook would have refused it):
-    fatal CreateFailed, nothing created, the controller carries on to Failed."""
-    component = pod("p1")
-    component["podSets"] = [{"path": "template.spec.missing", "replicas": 1}]
-    await h.advance_to_resuming("aw", component)
+    """A frozen PodSet path that leads nowhere (an AppWrapper whose components were
+    changed past the webhook after the first phase checked them): fatal CreateFailed,
+    nothing created, the controller carries on to Failed."""
+    await h.advance_to_resuming("aw", pod("p1"))
+    aw = await h.get()
+    aw["status"]["componentStatus"][0]["podSets"][0]["path"] = "template.spec.missing"
+    await h.api.update_status(aw)
     await h.reconcile()
     assert await h.phase() == "Failed"
     status, reason, _ = brief(await h.cond(UH))
@@ -511,10 +513,12 @@ async def test_bad_pod_set_path_is_a_fatal_create_failure(h: Harness) -> None:
 
 
 async def test_foreign_namespace_component_is_a_fatal_create_failure(h: Harness) -> None:
-    """A template in another namespace is never created elsewhere: fatal CreateFailed."""
-    component = pod("p1")
-    component["template"]["metadata"]["namespace"] = "other"
-    await h.advance_to_resuming("aw", component)
+    """A template in another namespace (changed past the webhook after the first phase
+    checked it) is never created elsewhere: fatal CreateFailed."""
+    await h.advance_to_resuming("aw", pod("p1"))
+    aw = await h.get()
+    aw["spec"]["components"][0]["template"]["metadata"]["namespace"] = "other"
+    await h.api.update(aw)
     await h.reconcile()
     assert await h.phase() == "Failed"
     status, reason, message = brief(await h.cond(UH))
@@ -613,11 +617,10 @@ async def test_missing_component_is_checked_before_failed_components(h: Harness)
     assert brief(await h.cond(UH))[1] == "MissingComponent"
 
 
-async def test_uninferable_component_stops_in_the_first_phase(h: Harness) -> None:
+async def test_uninferable_component_fails_in_the_first_phase(h: Harness) -> None:
     """A PyTorchJob whose replicas are not an integer (the webhook would refuse it): no
-    PodSets can be frozen, the pass ends with a terminal (not retried) error and the
-    AppWrapper stays in the empty phase (upstream retries forever)."""
-    from jobframework.runtime.reconcile import TerminalError
+    PodSets can be frozen; the first phase fails the AppWrapper, naming the field as the
+    webhook does (upstream retries forever), and nothing is retried."""
     bad = {"template": {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
                         "metadata": {"name": "pt"},
                         "spec": {"pytorchReplicaSpecs": {"Master": {
@@ -625,11 +628,19 @@ async def test_uninferable_component_stops_in_the_first_phase(h: Harness) -> Non
                             "template": {"spec": {"containers": [{"name": "c",
                                                                   "image": "x"}]}}}}}}}
     await h.create(appwrapper("aw", bad))
-    with pytest.raises(TerminalError, match="cannot determine the PodSets"):
-        await h.reconcile()
+    assert (await h.reconcile()).is_zero()
     aw = await h.get()
-    assert aw.get("status", {}).get("phase", "") == ""
-    assert "componentStatus" not in aw.get("status", {})
+    assert aw["status"]["phase"] == "Failed"
+    assert "componentStatus" not in aw["status"]
+    reason, message = brief(await h.cond(UH))[1:3]
+    assert reason == "CreateFailed"
+    assert message.startswith("error creating components: invalid spec: "
+                              "[spec.components[0].template: Invalid value: "
+                              "error inferring PodSets: "), message
+    assert "'template.spec.pytorchReplicaSpecs.Master.replicas' non-int value two" in message
+    assert ("Normal", "Unhealthy", "CreateFailed: " + message) in h.recorder.events
+    await h.reconcile()
+    assert (await h.get())["status"]["phase"] == "Failed", "terminal"
 
 
 async def test_a_pass_from_a_stale_cache_cannot_overwrite_a_terminal_phase(h: Harness) -> None:

@@ -259,7 +259,14 @@ async def test_controller_leaves_a_job_run_elsewhere_alone(h: Harness, managed_b
     assert NODES_ANNOTATION not in after["metadata"]["annotations"], "no nodes fixed"
     assert after["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
     assert "finalizers" not in after["metadata"]
-    assert h.recorder.events == []
+    if managed_by == MK:
+        # Written past the webhook without its declared nodes: said, status untouched.
+        assert [(t, r) for t, r, _ in h.recorder.events] == [("Warning", "InvalidSpec")]
+        assert f"{NODES_PATH}: Required value" in h.recorder.events[0][2]
+    else:
+        assert h.recorder.events == []
+    await h.reconcile()
+    assert len(h.recorder.events) == (managed_by == MK), "reported once"
 
 
 async def test_own_controller_value_runs_here(h: Harness) -> None:

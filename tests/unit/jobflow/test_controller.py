@@ -209,13 +209,16 @@ async def test_suspended_flow_creates_nothing_and_suspends_running_jobs(h: Harne
 
 
 async def test_invalid_child_is_reported_not_retried(h: Harness) -> None:
-    # Bypass the webhook: a name too long for a Job is reported on the flow.
-    await h.api.create(jobflow("x" * 250, [flow("step")]))
-    await h.reconcile("x" * 250)
-    wf = await h.get("x" * 250)
+    # A global label value the API server refuses on the Job (no webhook rule about it):
+    # reported on the flow.
+    await h.api.create(jobflow("wf", [flow("step")],
+                               globalParams={"labels": {"team": "not a label value"}}))
+    await h.reconcile("wf")
+    wf = await h.get("wf")
     entry = wf["status"]["flows"][0]
     assert entry["phase"] == "Pending" and entry["reason"] == "FailedCreate"
     assert "FailedCreate" in h.recorder.reasons()
+    assert await h.jobs() == {}
 
 
 async def test_deleted_jobflow_is_ignored(h: Harness) -> None:
