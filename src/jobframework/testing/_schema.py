@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from decimal import Decimal
 from typing import Any, Final
 
+from ..jsonshape import json_type
 from ..runtime.gofmt import go_float, go_quote
 from ..runtime.gofmt import render_value as format_bad_value
 
@@ -106,26 +107,6 @@ def field_error(kind: str, field: str, value: Any = OMIT, detail: str = "") -> C
     if detail:
         body = f"{body}: {detail}"
     return {"reason": kind, "message": body, "field": field}
-
-
-
-
-
-def _json_type(value: Any) -> str:
-    # kube-openapi's schemaInfoForType on decoded JSON.
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return "null"
 
 
 def _is_number(value: Any) -> bool:
@@ -421,7 +402,7 @@ class StructuralSchema:
             if not node.nullable:
                 out.append(_type_error(path, wanted, "null"))
             return
-        actual = _json_type(data)
+        actual = json_type(data)  # kube-openapi's schemaInfoForType on decoded JSON
         is_float_int = actual == "number" and "integer" in node.types and float(data).is_integer()
         is_int_float = actual == "integer" and "number" in node.types
         if node.format and not isinstance(data, str | list):
