@@ -614,6 +614,8 @@ class FaultRun:
                 await self._progress_event.wait()
             await asyncio.sleep(self.rng.uniform(0.0, 4.0))
             if what == "kill":
+                while supervisor.pid() is None:  # still restarting from the last kill
+                    await asyncio.sleep(0.1)
                 if supervisor.kill():
                     self.say(f"  [{self._progress}/{n}] manager SIGKILLed")
                 await asyncio.sleep(self.rng.uniform(0.5, 3.0))
