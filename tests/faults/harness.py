@@ -294,6 +294,7 @@ class ManagerSupervisor:
         self._task: asyncio.Task[None] | None = None
         self._on_unexpected_exit = on_unexpected_exit
         self._started = asyncio.Event()
+        self._running = asyncio.Event()
 
     def log_path(self, n: int) -> Path:
         return self.directory / f"manager-{n:03d}.log"
@@ -312,12 +313,14 @@ class ManagerSupervisor:
         finally:
             log.close()
         self._started.set()
+        self._running.set()
 
     async def _supervise(self) -> None:
         while not self._stopping:
             await self._spawn()
             assert self.proc is not None
             code = await self.proc.wait()
+            self._running.clear()
             if self._stopping:
                 return
             if self._killing:
@@ -332,6 +335,10 @@ class ManagerSupervisor:
     async def start(self) -> None:
         self._task = asyncio.create_task(self._supervise())
         await self._started.wait()
+
+    async def running(self) -> None:
+        """Wait until a manager process runs."""
+        await self._running.wait()
 
     def kill(self) -> bool:
         if self.proc is None or self.proc.returncode is not None:
@@ -614,8 +621,7 @@ class FaultRun:
                 await self._progress_event.wait()
             await asyncio.sleep(self.rng.uniform(0.0, 4.0))
             if what == "kill":
-                while supervisor.pid() is None:  # still restarting from the last kill
-                    await asyncio.sleep(0.1)
+                await supervisor.running()  # it may still be restarting from the last kill
                 if supervisor.kill():
                     self.say(f"  [{self._progress}/{n}] manager SIGKILLed")
                 await asyncio.sleep(self.rng.uniform(0.5, 3.0))
