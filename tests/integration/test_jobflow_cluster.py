@@ -127,6 +127,10 @@ async def test_demo_core_loop_runs_the_seed_samples_through_real_kueue(
             assert others[label].state == "Succeed", others[label]
         assert others["DaemonJob/daemonjob-flavor-example"].flavors in ("on-demand", "spot")
         assert any("outside the admitted flavor" in line for line in lines)
+        # Last, the in-cluster deployment: every rendered object accepted in a dry run.
+        assert {"Deployment", "CustomResourceDefinition", "ClusterRole",
+                "MutatingWebhookConfiguration"} <= {a.split("/")[0] for a in result.deployment}
+        assert any("objects accepted" in line for line in lines)
 
         nodes = set()
         for file, name in result.created.items():

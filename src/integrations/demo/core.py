@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import copy
 import importlib
+import os
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final
@@ -19,6 +20,8 @@ from typing import Any, Final
 import attrs
 
 from integrations.catalog import DEFAULT_INTEGRATIONS
+from integrations.deploy import render
+from integrations.deploy.check import dry_run_manifests
 from integrations.jobflow import JOBFLOW_GVK, JOBTEMPLATE_GVK, load_samples
 from integrations.manager import ExternalFrameworkManager, ManagerOptions
 from jobframework.runtime.client import Client, PropagationPolicy
@@ -73,6 +76,9 @@ class DemoOptions:
     cleanup: bool = True
     #: The reference integrations shown, in order (JobFlows first, then the others).
     kinds: tuple[str, ...] = DEFAULT_INTEGRATIONS
+    #: Last, render the in-cluster deployment of ``kinds`` (``python -m integrations.deploy
+    #: render``) and have the API server accept every object of it in a dry run.
+    deploy_check: bool = True
 
 
 @attrs.frozen
@@ -93,6 +99,9 @@ class DemoResult:
     problems: tuple[str, ...]
     #: How each DaemonJob and AppWrapper ended.
     others: tuple[TrackedResult, ...] = ()
+    #: ``Kind/name`` of each object of the in-cluster deployment the API server accepted
+    #: in the dry run (empty when not checked).
+    deployment: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -256,10 +265,34 @@ async def run_demo(client: Client, options: DemoOptions | None = None,
             client, attrs.evolve(opts.manager_options, integrations=opts.kinds))
         await manager.start()
     try:
-        return await _run(client, opts, out)
+        result = await _run(client, opts, out)
+        if opts.deploy_check:
+            result = await _check_deployment(client, opts, result, out)
+        return result
     finally:
         if manager is not None:
             await manager.stop()
+
+
+async def _check_deployment(client: Client, opts: DemoOptions, result: DemoResult,
+                            out: Printer) -> DemoResult:
+    """The in-cluster deployment of the integrations shown (``config/default``, rendered
+    from the code), accepted object by object by the API server in a dry run."""
+    suffix = f"demo-{os.urandom(3).hex()}"
+    files = render(opts.kinds, namespace=f"kueue-jobframework-{suffix}")
+    out("")
+    out(f"in-cluster deployment of {', '.join(opts.kinds)} (python -m integrations.deploy "
+        "render): a server-side dry run of every object...")
+    try:
+        checked = await dry_run_manifests(client, files, suffix=f"-{suffix}")
+    except ApiError as err:
+        return attrs.evolve(result, problems=(
+            *result.problems, f"the in-cluster deployment was refused: {err}"))
+    kinds = sorted({a.split("/")[0] for a in checked.accepted})
+    out(f"  {len(checked.accepted)} objects accepted ({', '.join(kinds)}); the Deployment's "
+        "pod is admitted under the restricted Pod Security Standard"
+        + (f"; not served here: {', '.join(checked.skipped)}" if checked.skipped else ""))
+    return attrs.evolve(result, deployment=checked.accepted)
 
 
 async def _check_queue(client: Client, opts: DemoOptions) -> None:
