@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import importlib
 import json
 import os
 import random
@@ -24,7 +25,6 @@ import socket
 import sys
 import time
 import urllib.request
-from collections import Counter
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 import attrs
 
 from integrations.catalog import MODULES, reference_integration
+from jobframework.integrations import IntegrationCallbacks
 from jobframework.runtime import errors
 from jobframework.runtime.client import PropagationPolicy
 from jobframework.runtime.client.discovery import NoKindMatchError
@@ -172,6 +173,23 @@ async def retry(what: str, call: Callable[[], Awaitable[T]], limit: float = 180.
         delay = min(delay * 2, 2.0)
 
 
+async def eventually(what: str, probe: Callable[[], Awaitable[Any]], limit: float) -> Any:
+    """Poll ``probe`` every 0.5 s until it returns something truthy (transient errors count
+    as not yet); fail after ``limit`` seconds."""
+    deadline = time.monotonic() + limit
+    while True:
+        try:
+            value = await probe()
+            if value:
+                return value
+        except Exception as err:
+            if not _retriable(err):
+                raise
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {limit:.0f} s waiting for {what}")
+        await asyncio.sleep(0.5)
+
+
 # --------------------------------------------------------------------------- objects
 
 
@@ -217,12 +235,14 @@ def lifecycle_object(integration: str, name: str, namespace: str, queue: str,
     return obj
 
 
+def callbacks(name: str) -> IntegrationCallbacks:
+    """The registered integration's ``CALLBACKS`` (its adapter factory, ``new_job``)."""
+    callbacks: IntegrationCallbacks = importlib.import_module(MODULES[name]).CALLBACKS
+    return callbacks
+
+
 def watched_kinds(integrations: tuple[str, ...]) -> list[WatchedKind]:
-    out = []
-    for name in integrations:
-        module = __import__(MODULES[name], fromlist=["CALLBACKS"])
-        out.append(WatchedKind.from_callbacks(module.CALLBACKS))
-    return out
+    return [WatchedKind.from_callbacks(callbacks(name)) for name in integrations]
 
 
 # --------------------------------------------------------------------------- processes
@@ -465,17 +485,7 @@ class FaultRun:
 
     async def _eventually(self, what: str, probe: Callable[[], Awaitable[bool]],
                           limit: float) -> None:
-        deadline = time.monotonic() + limit
-        while True:
-            try:
-                if await probe():
-                    return
-            except Exception as err:
-                if not _retriable(err):
-                    raise
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out after {limit:.0f} s waiting for {what}")
-            await asyncio.sleep(0.5)
+        await eventually(what, probe, limit)
 
     async def _webhooks_ready(self, client: RestClient) -> bool:
         """Each integration's mutating webhook suspends its probe (a dry-run create)."""
@@ -490,9 +500,6 @@ class FaultRun:
         return True
 
     # ------------------------------------------------------------------ lifecycles
-
-    def _job_adapter(self, kind: str) -> WatchedKind:
-        return self._kinds[kind]
 
     async def _lifecycle(self, client: RestClient, i: int, kind: str, sem: asyncio.Semaphore,
                          ) -> None:
@@ -741,8 +748,9 @@ class FaultRun:
 
 def reference_integration_suspended(name: str, obj: Object) -> bool:
     """Whether a dry-run create of ``name``'s object came back suspended by its webhook."""
-    module = __import__(MODULES[name], fromlist=["CALLBACKS"])
-    job = module.CALLBACKS.new_job()
+    new_job = callbacks(name).new_job
+    assert new_job is not None
+    job = new_job()
     job.object().update(obj)
     return bool(job.is_suspended())
 
@@ -757,6 +765,3 @@ async def _delete(client: RestClient, gvk: GVK, name: str, namespace: str | None
         await client.delete(gvk, name, namespace=namespace,
                             propagation_policy=PropagationPolicy.BACKGROUND)
 
-
-def count(items: list[str]) -> dict[str, int]:
-    return dict(Counter(items))

@@ -26,8 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, Final
 
 import pytest
@@ -47,6 +46,7 @@ from jobframework.runtime.objects import GVK, Object, name_of
 from jobframework.testing.cluster import ClusterInfo, LocalCluster
 
 from .badinput import KUEUE_RULES, CrashLog, mentions, refusal_problem, signals
+from .harness import eventually
 from .strategies import (
     GVKS,
     KINDS,
@@ -113,18 +113,6 @@ def _component_names(obj: Object) -> None:
             meta["name"] = f"{name_of(obj)[:50]}-{i}"
 
 
-async def _eventually(what: str, probe: Callable[[], Awaitable[Any]],
-                      limit: float = TIMEOUT) -> Any:
-    deadline = time.monotonic() + limit
-    while True:
-        value = await probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {limit:.0f}s waiting for {what}")
-        await asyncio.sleep(0.5)
-
-
 async def _running(efm: ExternalFrameworkManager) -> bool:
     """Whether the manager still runs (``wait`` returns once it stopped)."""
     try:
@@ -188,7 +176,7 @@ async def namespace(client: RestClient, manager: ExternalFrameworkManager) -> As
             except NotFound:
                 return True
             return False
-        await _eventually(f"namespace {NS} deleted", gone, 180)
+        await eventually(f"namespace {NS} deleted", gone, 180)
 
 
 # --- 1. through the webhooks ------------------------------------------------------------------
@@ -287,7 +275,7 @@ async def _delete_webhook_configurations(client: RestClient) -> None:
         except ApiError:
             return False
         return True
-    await _eventually("the API server to stop calling our webhooks", bypassed, 60)
+    await eventually("the API server to stop calling our webhooks", bypassed, 60)
 
 
 def _good(kind: str) -> Object:
@@ -337,7 +325,7 @@ async def test_bypassed_objects_are_reported_and_valid_ones_still_run(
         missing.update(await unreported())
         return not missing
     with contextlib.suppress(AssertionError):
-        await _eventually("every bypassing write to be reported", all_reported)
+        await eventually("every bypassing write to be reported", all_reported, TIMEOUT)
     assert not missing, "\n".join(
         f"{what}: no condition or Warning event mentions "
         f"{written[what][0].expected_hint!r}; found {found}" for what, found in missing.items())
@@ -355,5 +343,5 @@ async def test_bypassed_objects_are_reported_and_valid_ones_still_run(
             if not _finished_well(kind, current):
                 return False
         return True
-    await _eventually("the valid objects to finish", finished)
+    await eventually("the valid objects to finish", finished, TIMEOUT)
     assert not crash_log.crashes, "\n".join(str(x) for x in crash_log.crashes)
