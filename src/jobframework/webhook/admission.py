@@ -497,7 +497,8 @@ def _diff_members(path: str, src: dict[str, Any], dst: dict[str, Any],
             if told is tnew and (told is str or told is int or told is bool) and old == new:
                 continue
             if (told is dict or told is list) and tnew is told \
-                    and marshal.dumps(old) == marshal.dumps(new):
+                    and marshal.dumps(old, _MARSHAL_BY_VALUE) == marshal.dumps(
+                        new, _MARSHAL_BY_VALUE):
                 continue  # equal, types and member order included
             if told is dict and tnew is dict:
                 _diff_members(_pointer(path, key), old, new, ops)
@@ -509,6 +510,12 @@ def _diff_members(path: str, src: dict[str, Any], dst: dict[str, Any],
 
 
 _SCALARS = (str, int, float, bool, type(None))
+
+#: marshal's format 2: from format 3 on, a string seen twice is written as a reference
+#: and an interned one is flagged, so equal values shared differently (the request's
+#: decoded JSON against a defaulted copy) gave different bytes and every review of a real
+#: API server fell back to jsonpatch.
+_MARSHAL_BY_VALUE = 2
 
 
 def _json_copy(value: Any) -> Any:

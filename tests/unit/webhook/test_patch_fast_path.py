@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 from typing import Any
 
 import jsonpatch
@@ -113,3 +114,18 @@ def test_members_that_are_no_json_names_go_to_jsonpatch() -> None:
 
 def test_pointers_escape_tilde_and_slash() -> None:
     assert _diff_objects({}, {"a/b~c": 1}) == [{"op": "add", "path": "/a~1b~0c", "value": 1}]
+
+
+def test_equal_arrays_are_skipped_however_their_strings_are_shared() -> None:
+    # A review decoded from the API server's JSON against a defaulted copy: equal strings,
+    # but one object shares them (or holds interned ones) and the other does not.
+    raw = json.dumps({"spec": {"suspend": False, "template": {"spec": {"containers": [
+        {"name": "main", "image": "main", "args": ["main", "main"]}]}}}})
+    src = json.loads(raw)
+    dst = json.loads(raw)
+    container = dst["spec"]["template"]["spec"]["containers"][0]
+    container["image"] = sys.intern("".join(["ma", "in"]))
+    container["args"] = ["".join(["ma", "in"]), "".join(["m", "ain"])]
+    dst["spec"]["suspend"] = True
+    assert _diff_objects(src, dst) == [
+        {"op": "replace", "path": "/spec/suspend", "value": True}]
