@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import os
 import signal
@@ -234,10 +235,28 @@ def manager_options(args: argparse.Namespace,
         webhook_configuration_name=args.webhook_configuration_name)
 
 
+#: The collector's first-generation threshold for the manager's process (CPython's
+#: default is 700). Every watch event and API answer decodes into hundreds of dicts and
+#: lists, so at 700 the collector ran several times per Job and its older generations,
+#: which walk the whole cache, often enough to cost 4 % of the manager's CPU.
+GC_GEN0_THRESHOLD = 20_000
+
+
+def tune_gc() -> None:
+    """Collect less often, and never walk what was loaded before the manager started
+    (modules, classes, the API models): ``gc.freeze`` moves it to a generation the
+    collector skips. Only for a process of its own, never for a library user's."""
+    gc.freeze()
+    _, gen1, gen2 = gc.get_threshold()
+    gc.set_threshold(GC_GEN0_THRESHOLD, gen1, gen2)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code."""
     args = parser().parse_args(argv)
     configure_logging(args.log_level, args.log_format)
+    if args.command == "run":
+        tune_gc()
     try:
         _runner(args.event_loop)(_run(args))
     except KeyboardInterrupt:

@@ -16,7 +16,7 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Protocol, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
 from .client.interface import RESTMapper
 from .event import CreateEvent, DeleteEvent, GenericEvent, UpdateEvent
@@ -76,6 +76,9 @@ def _request_for(obj: Object) -> Request | None:
 class EnqueueRequestForObject:
     """Enqueues the object's own key."""
 
+    #: Reads the name only: informers hand it their stored objects, uncopied.
+    reads_events_only: ClassVar[bool] = True
+
     def create(self, event: CreateEvent, queue: Queue) -> None:
         """Enqueue the created object."""
         if (req := _request_for(event.object)) is not None:
@@ -107,6 +110,9 @@ class EnqueueRequestForOwner:
     kind is cluster-scoped: pass ``owner_namespaced=False``, or leave it ``None`` to have
     it looked up with the REST mapper when the controller starts.
     """
+
+    #: Reads the owner references only: informers hand it their stored objects, uncopied.
+    reads_events_only: ClassVar[bool] = True
 
     def __init__(
         self,

@@ -18,7 +18,7 @@ are compared.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from .event import CreateEvent, DeleteEvent, GenericEvent, UpdateEvent
 from .objects import Object, annotations_of, labels_of, metadata, resource_version_of
@@ -126,6 +126,9 @@ def _has_metadata(event: UpdateEvent) -> bool:
 class GenerationChangedPredicate(_UpdateOnly):
     """Updates pass only when ``metadata.generation`` changed (spec edits, not status)."""
 
+    #: Compares metadata only: informers hand it their stored objects, uncopied.
+    reads_events_only: ClassVar[bool] = True
+
     def update(self, event: UpdateEvent) -> bool:
         """True when both objects exist and their generations differ."""
         if not _has_metadata(event):
@@ -138,6 +141,9 @@ class GenerationChangedPredicate(_UpdateOnly):
 class LabelChangedPredicate(_UpdateOnly):
     """Updates pass only when ``metadata.labels`` changed."""
 
+    #: Compares metadata only: informers hand it their stored objects, uncopied.
+    reads_events_only: ClassVar[bool] = True
+
     def update(self, event: UpdateEvent) -> bool:
         """True when the label maps differ."""
         if not _has_metadata(event):
@@ -147,6 +153,9 @@ class LabelChangedPredicate(_UpdateOnly):
 
 class AnnotationChangedPredicate(_UpdateOnly):
     """Updates pass only when ``metadata.annotations`` changed."""
+
+    #: Compares metadata only: informers hand it their stored objects, uncopied.
+    reads_events_only: ClassVar[bool] = True
 
     def update(self, event: UpdateEvent) -> bool:
         """True when the annotation maps differ."""
@@ -158,6 +167,9 @@ class AnnotationChangedPredicate(_UpdateOnly):
 class ResourceVersionChangedPredicate(_UpdateOnly):
     """Updates pass only when ``metadata.resourceVersion`` changed (drops resyncs)."""
 
+    #: Compares metadata only: informers hand it their stored objects, uncopied.
+    reads_events_only: ClassVar[bool] = True
+
     def update(self, event: UpdateEvent) -> bool:
         """True when the resourceVersions differ."""
         if not _has_metadata(event):
@@ -167,6 +179,9 @@ class ResourceVersionChangedPredicate(_UpdateOnly):
 
 class LabelSelectorPredicate:
     """Events pass only for objects whose labels match ``selector`` (new object on update)."""
+
+    #: Reads the labels only: informers hand it their stored objects, uncopied.
+    reads_events_only: ClassVar[bool] = True
 
     def __init__(self, selector: LabelSelector | str) -> None:
         self.selector = (selector if isinstance(selector, LabelSelector)

@@ -107,6 +107,13 @@ def _unwrap_tombstone(obj: Any) -> tuple[Object, bool]:
     raise TypeError(f"unexpected delete payload {type(obj).__name__}")
 
 
+def _reads_only(part: object) -> bool:
+    """Whether a handler or predicate is one of ours known never to change the objects
+    of the events it is given: its own class sets ``reads_events_only = True`` (a
+    subclass overriding its methods does not inherit the promise)."""
+    return vars(type(part)).get("reads_events_only", False) is True
+
+
 class Kind:
     """Events for every object of ``gvk`` in ``cache``, through ``predicates`` to ``handler``.
 
@@ -149,7 +156,11 @@ class Kind:
                 return
             dispatch.delete(DeleteEvent(unwrapped, unknown), queue)
 
-        informer.add_event_handler(on_add, on_update, on_delete)
+        if _reads_only(self.handler) and all(_reads_only(p) for p in self.predicates):
+            # Nothing on the way mutates the objects: no copy per event.
+            informer.add_event_handler(on_add, on_update, on_delete, read_only=True)
+        else:
+            informer.add_event_handler(on_add, on_update, on_delete)
         self._started.set()
 
     async def wait_for_sync(self) -> None:

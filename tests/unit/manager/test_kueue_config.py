@@ -210,3 +210,29 @@ def test_event_loop_choice(monkeypatch: pytest.MonkeyPatch) -> None:
     assert _runner("auto") is asyncio.run
     with pytest.raises(SystemExit, match="uvloop is not installed"):
         _runner("uvloop")
+
+
+def test_run_collects_garbage_less_often_and_skips_what_startup_loaded(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    import integrations.__main__ as cli
+
+    before = gc.get_threshold()
+    calls: list[str] = []
+
+    def fake_runner(choice: str) -> Any:
+        def run(coro: Any) -> None:
+            coro.close()
+            calls.append("ran")
+        return run
+
+    monkeypatch.setattr(cli, "_runner", fake_runner)
+    try:
+        assert cli.main(["run", "--kubeconfig", "/nonexistent"]) == 0
+        assert calls == ["ran"]
+        assert gc.get_threshold() == (cli.GC_GEN0_THRESHOLD, before[1], before[2])
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)

@@ -74,8 +74,12 @@ class Informer(Protocol):
         on_add: OnAdd | None = None,
         on_update: OnUpdate | None = None,
         on_delete: OnDelete | None = None,
+        *,
+        read_only: bool = False,
     ) -> Any:
-        """Register handlers; they hear about objects already cached at once."""
+        """Register handlers; they hear about objects already cached at once. With
+        ``read_only`` (a promise never to change them) they get the cached objects
+        themselves instead of copies."""
 
     def remove_event_handler(self, registration: Any) -> None:
         """Unregister what :meth:`add_event_handler` returned."""
@@ -119,9 +123,11 @@ class MultiNamespaceInformer:
         on_add: OnAdd | None = None,
         on_update: OnUpdate | None = None,
         on_delete: OnDelete | None = None,
+        *,
+        read_only: bool = False,
     ) -> list[HandlerRegistration]:
         """Register on every namespace's informer; returns their registrations."""
-        return [i.add_event_handler(on_add, on_update, on_delete)
+        return [i.add_event_handler(on_add, on_update, on_delete, read_only=read_only)
                 for i in self.informers.values()]
 
     def remove_event_handler(self, registration: Any) -> None:

@@ -226,6 +226,41 @@ async def test_handlers_cannot_mutate_the_store(env: Env) -> None:
     assert "labels" not in stored["metadata"]
 
 
+async def test_read_only_handlers_get_the_stored_objects_and_the_others_copies(
+        env: Env) -> None:
+    await env.cm("one", x="1")
+    informer = env.informer()
+    seen: list[tuple[str, str, bool]] = []
+
+    def reader(name: str) -> Any:
+        def on_event(obj: dict[str, Any], *rest: Any) -> None:
+            got = rest[0] if rest else obj
+            seen.append((name, got["data"]["x"], got is informer.indexer.get_by_key("a/one")))
+        return on_event
+
+    def vandal(obj: dict[str, Any], *rest: Any) -> None:
+        (rest[0] if rest else obj)["data"]["x"] = "vandalised"
+
+    informer.add_event_handler(reader("before"), reader("before"))
+    informer.add_event_handler(reader("ro"), reader("ro"), read_only=True)
+    informer.add_event_handler(vandal, vandal)
+    informer.add_event_handler(reader("ro-after"), reader("ro-after"), read_only=True)
+    await informer.wait_for_sync()
+    await env.set_data("one", x="2")
+    await env.settle()
+    # The handler that writes got a copy: the store, and what the read-only handlers
+    # after it are handed, are untouched.
+    assert seen == [("before", "1", False), ("ro", "1", True), ("ro-after", "1", True),
+                    ("before", "2", False), ("ro", "2", True), ("ro-after", "2", True)]
+    stored = informer.indexer.get_by_key("a/one")
+    assert stored is not None and stored["data"] == {"x": "2"}
+    # The synthetic adds of a late registration follow the same rule.
+    late: list[bool] = []
+    informer.add_event_handler(lambda obj: late.append(obj is stored), read_only=True)
+    informer.add_event_handler(lambda obj: late.append(obj is stored))
+    assert late == [True, False]
+
+
 async def test_resync_delivers_updates_for_every_object(env: Env) -> None:
     await env.cm("one")
     await env.cm("two")

@@ -204,10 +204,13 @@ async def test_map_func_sync_and_async() -> None:
 class FakeInformer:
     def __init__(self) -> None:
         self.handlers: list[tuple[Any, Any, Any]] = []
+        self.options: list[dict[str, Any]] = []
         self.synced = asyncio.Event()
 
-    def add_event_handler(self, on_add: Any, on_update: Any, on_delete: Any) -> None:
+    def add_event_handler(self, on_add: Any, on_update: Any, on_delete: Any,
+                          **options: Any) -> None:
         self.handlers.append((on_add, on_update, on_delete))
+        self.options.append(options)
 
     async def wait_for_sync(self) -> None:
         await self.synced.wait()
@@ -251,6 +254,30 @@ async def test_kind_source_applies_predicates_and_unwraps_tombstones() -> None:
     assert not waiter.done()
     cache.informers[JOB].synced.set()
     await asyncio.wait_for(waiter, 1)
+
+
+async def test_kind_source_asks_for_uncopied_objects_only_when_nothing_writes() -> None:
+    class Subclassed(EnqueueRequestForObject):
+        def create(self, event: CreateEvent, queue: RateLimitingQueue[Request]) -> None:
+            super().create(event, queue)
+
+    cases: list[tuple[Any, tuple[Any, ...], bool]] = [
+        (EnqueueRequestForObject(), (), True),
+        (EnqueueRequestForOwner(JOB), (), True),
+        (EnqueueRequestForObject(), (GenerationChangedPredicate(), LabelChangedPredicate(),
+                                     AnnotationChangedPredicate(),
+                                     ResourceVersionChangedPredicate(),
+                                     LabelSelectorPredicate("a=b")), True),
+        # Code of the user's might change what it is given: copies.
+        (EnqueueRequestForObject(), (GenerationChangedPredicate(),
+                                     Funcs(update=lambda e: True)), False),
+        (EnqueueRequestsFromMapFunc(lambda o: []), (), False),
+        (Subclassed(), (), False),
+    ]
+    for handler, predicates, read_only in cases:
+        cache = FakeCache()
+        await Kind(cache, JOB, handler, *predicates).start(queue())
+        assert cache.informers[JOB].options == ([{"read_only": True}] if read_only else [{}])
 
 
 async def test_kind_source_survives_a_failing_handler() -> None:
