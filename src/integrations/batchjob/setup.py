@@ -14,7 +14,7 @@ It is also a reference integration of our external-framework manager
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 import attrs
@@ -47,7 +47,7 @@ from jobframework.runtime.manager import Manager
 from jobframework.runtime.objects import Object, controller_of, name_of, namespace_of
 from jobframework.runtime.reconcile import Request
 from jobframework.runtime.selectors import LabelSelector
-from jobframework.runtime.source import DeleteEvent, GenericEvent
+from jobframework.runtime.source import DeleteEvent, GenericEvent, UpdateEvent
 from jobframework.webhook.manifests import WebhookResource
 from jobframework.webhook.server import WebhookServer
 from jobframework.workload import WORKLOAD_GVK
@@ -57,7 +57,12 @@ from .webhook import BatchJobWebhook
 
 
 class _OnWorkloadCreateOrUpdate(EnqueueRequestsFromMapFunc):
-    """Maps create and update events only (Kueue's child-job watch ignores deletes)."""
+    """Kueue's ``parentWorkloadHandler``: maps a created Workload and the new state of an
+    updated one; deletes and generic events are ignored."""
+
+    def update(self, event: UpdateEvent, queue: Queue) -> None:
+        """The requests of the new object only."""
+        self._map([event.object_new], queue)
 
     def delete(self, event: DeleteEvent, queue: Queue) -> None:
         """Ignored."""
@@ -70,15 +75,18 @@ def watch_child_jobs(builder: ControllerBuilder, client: Client) -> ControllerBu
     """Reconcile the Jobs owned by the object that owns a changed Workload (a parent
     JobSet, say), so children are suspended or released as the parent's admission goes."""
 
-    async def children(wl: Object) -> list[Request]:
-        owner = controller_of(wl)
-        if owner is None or not owner.get("uid"):
-            return []
-        jobs = await list_by_index(client, JOB_GVK, namespace_of(wl), OWNER_REFERENCE_UID,
-                                   str(owner["uid"]), owner_uid_index_func)
+    async def jobs_owned_by(namespace: str, uid: str) -> list[Request]:
+        jobs = await list_by_index(client, JOB_GVK, namespace, OWNER_REFERENCE_UID, uid,
+                                   owner_uid_index_func)
         return [Request.of(namespace_of(j), name_of(j)) for j in jobs]
 
-    return builder.watches(WORKLOAD_GVK, _OnWorkloadCreateOrUpdate(children))
+    def children(wl: Object) -> Awaitable[list[Request]] | list[Request]:
+        owner = controller_of(wl)
+        if owner is None or not owner.get("uid"):
+            return []  # no cache read, no task
+        return jobs_owned_by(namespace_of(wl), str(owner["uid"]))
+
+    return builder.watches(WORKLOAD_GVK, _OnWorkloadCreateOrUpdate(children, read_only=True))
 
 
 async def setup_indexes(indexer: Any) -> None:

@@ -176,11 +176,14 @@ class EnqueueRequestsFromMapFunc:
     """Enqueues what ``fn`` maps the object to (both old and new objects on update).
 
     ``fn`` may be a coroutine function (e.g. to read the cache); its requests are then
-    enqueued when it completes. Exceptions from ``fn`` are logged.
+    enqueued when it completes. Exceptions from ``fn`` are logged. Pass ``read_only`` when
+    ``fn`` never changes the object it is given: informers then hand it their stored
+    objects instead of a copy per event.
     """
 
-    def __init__(self, fn: MapFunc) -> None:
+    def __init__(self, fn: MapFunc, *, read_only: bool = False) -> None:
         self.fn = fn
+        self.reads_events_only = read_only
         self._tasks: set[asyncio.Task[None]] = set()
 
     def _map(self, objs: Iterable[Object], queue: Queue) -> None:

@@ -108,10 +108,13 @@ def _unwrap_tombstone(obj: Any) -> tuple[Object, bool]:
 
 
 def _reads_only(part: object) -> bool:
-    """Whether a handler or predicate is one of ours known never to change the objects
-    of the events it is given: its own class sets ``reads_events_only = True`` (a
-    subclass overriding its methods does not inherit the promise)."""
-    return vars(type(part)).get("reads_events_only", False) is True
+    """Whether a handler or predicate never changes the objects of the events it is
+    given: its own class sets ``reads_events_only = True`` (a subclass overriding its
+    methods does not inherit the promise), or the instance was built saying so (a map
+    function handler's ``read_only``)."""
+    own = getattr(part, "__dict__", {})
+    return (vars(type(part)).get("reads_events_only", False) is True
+            or own.get("reads_events_only", False) is True)
 
 
 class Kind:
