@@ -870,7 +870,7 @@ class AppWrapperReconciler:
         """``For`` AppWrappers; Pods map to their AppWrapper once Succeeded or Failed."""
         ControllerBuilder(mgr).named(APPWRAPPER_CONTROLLER_RUNTIME_NAME) \
             .for_(APPWRAPPER_GVK) \
-            .watches(POD_GVK, EnqueueRequestsFromMapFunc(self.pod_requests)) \
+            .watches(POD_GVK, EnqueueRequestsFromMapFunc(self.pod_requests, read_only=True)) \
             .complete(self)
 
 

@@ -400,7 +400,8 @@ class JobFlowReconciler(childjobs.ParentReconciler):
         """``For`` JobFlows, ``Owns`` Jobs, watches JobTemplates (indexes: see setup)."""
         ControllerBuilder(mgr).named(JOBFLOW_CONTROLLER_NAME).for_(JOBFLOW_GVK) \
             .owns(JOB_GVK) \
-            .watches(JOBTEMPLATE_GVK, EnqueueRequestsFromMapFunc(self.jobflows_for_template)) \
+            .watches(JOBTEMPLATE_GVK, EnqueueRequestsFromMapFunc(self.jobflows_for_template,
+                                                                read_only=True)) \
             .complete(self)
 
 
@@ -467,7 +468,7 @@ class JobTemplateReconciler:
     def setup_with_manager(self, mgr: Manager) -> None:
         """``For`` JobTemplates; Jobs map to the template in their annotation."""
         ControllerBuilder(mgr).named(JOBTEMPLATE_CONTROLLER_NAME).for_(JOBTEMPLATE_GVK) \
-            .watches(JOB_GVK, EnqueueRequestsFromMapFunc(template_requests)) \
+            .watches(JOB_GVK, EnqueueRequestsFromMapFunc(template_requests, read_only=True)) \
             .complete(self)
 
 
