@@ -21,7 +21,6 @@ from jobframework.constants import FeatureGate, FeatureGates
 from jobframework.field import FIELD_IMMUTABLE_ERROR_MSG, ErrorList, forbidden, invalid, new_path
 from jobframework.interface import GenericJob
 from jobframework.podset import TopologyRequestError, go_parse_bool
-from jobframework.reconciler import job_pod_sets
 from jobframework.runtime.client import Client
 from jobframework.runtime.objects import Object, annotations_of
 from jobframework.validation import (
@@ -168,7 +167,9 @@ async def validate_topology_request(
     errs = validate_topology_annotations(job, features)
     if errs:
         return errs
-    pod_sets = await job_pod_sets(job, client, features=features)
+    # The pod sets as JobPodSets builds them, less its copy and env-var clean-up: only
+    # the first one's count is read.
+    pod_sets = await job.pod_sets(client)
     if not pod_sets:
         return ErrorList()
     template_meta = (job.spec.get("template") or {}).get("metadata") or {}
