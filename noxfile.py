@@ -10,6 +10,8 @@
 - ``nox -s bench``: benchmarks, as ratios to baselines measured in the same run;
 - ``nox -s bench-cluster``: our batch/v1 Job integration against Kueue's own, on two local
   control planes one after the other (``-- --jobs 500 --jobs 5000``);
+- ``nox -s bench-cluster-ab``: our manager's CPU per Job, two versions of ``src`` side by
+  side on one local control plane (``-- --baseline main``);
 - ``nox -s faults``: the fault suite on a local control plane of its own (CI's short run;
   ``-- --seed 21 --lifecycles 300 --kills 20`` for the long one, ``-- --load 2000`` for
   the load run; see ``docs/reliability.md``).
@@ -78,6 +80,17 @@ def bench_cluster(session: nox.Session) -> None:
     session.install("-e", ".[speed]")
     session.run("python", "-m", "jobframework.testing.cluster", "build")
     session.run("python", "benchmarks/cluster.py", *session.posargs)
+
+
+@nox.session(name="bench-cluster-ab", python=PYTHON)
+def bench_cluster_ab(session: nox.Session) -> None:
+    """Our manager's CPU per Job, two versions of src side by side on one local cluster.
+
+    ``nox -s bench-cluster-ab -- --baseline main`` (that ref's src against this one's).
+    """
+    session.install("-e", ".[speed]")
+    session.run("python", "-m", "jobframework.testing.cluster", "build")
+    session.run("python", "benchmarks/cluster_ab.py", *session.posargs)
 
 
 #: ``nox -s faults -- --NAME VALUE`` → pytest's ``--faults-NAME VALUE``.
