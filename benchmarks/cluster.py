@@ -100,6 +100,8 @@ class SideResult:
     #: The Kueue manager process: CPU per Job during the run, and peak RSS in MB.
     kueue_cpu_ms_per_job: float | None = None
     kueue_peak_rss_mb: float | None = None
+    #: Which pair of runs (``--pairs``) this side belongs to.
+    pair: int = 0
 
 
 def namespace_for(n: int) -> str:
@@ -612,9 +614,9 @@ def writes(r: SideResult, controller: str) -> float:
 
 def report(results: list[SideResult], say: Any) -> list[dict[str, Any]]:
     rows = []
-    by = {(r.side, r.jobs): r for r in results}
-    for n in sorted({r.jobs for r in results}):
-        k, p = by.get(("kueue", n)), by.get(("python", n))
+    by = {(r.side, r.jobs, r.pair): r for r in results}
+    for pair, n in sorted({(r.pair, r.jobs) for r in results}):
+        k, p = by.get(("kueue", n, pair)), by.get(("python", n, pair))
         if k is None or p is None:
             continue
         # Kueue's job reconciler's share: what Kueue does on its own side minus what it
@@ -622,6 +624,7 @@ def report(results: list[SideResult], say: Any) -> list[dict[str, Any]]:
         kueue_job_writes = writes(k, "kueue") - writes(p, "kueue")
         row = {
             "jobs": n,
+            "pair": pair,
             "throughput": {"kueue": k.throughput, "python": p.throughput,
                            "ratio": round(p.throughput / k.throughput, 3)},
             "p50": {"kueue": k.p50, "python": p.p50, "ratio": round(p.p50 / k.p50, 3)},
@@ -636,8 +639,8 @@ def report(results: list[SideResult], say: Any) -> list[dict[str, Any]]:
             "requests_per_job": {"kueue": k.requests_per_job, "python": p.requests_per_job},
         }
         rows.append(row)
-        say(f"\nN={n}: throughput {k.throughput} (Go) vs {p.throughput} (ours) Jobs/s -> "
-            f"ratio {row['throughput']['ratio']}")
+        say(f"\nN={n}{f' (pair {pair + 1})' if pair else ''}: throughput {k.throughput} (Go) "
+            f"vs {p.throughput} (ours) Jobs/s -> ratio {row['throughput']['ratio']}")
         say(f"  create->unsuspend p50 {k.p50}s vs {p.p50}s (ratio {row['p50']['ratio']}), "
             f"p99 {k.p99}s vs {p.p99}s (ratio {row['p99']['ratio']})")
         say(f"  job-controller writes per Job: Kueue {kueue_job_writes:.2f}, ours "
@@ -654,14 +657,44 @@ def report(results: list[SideResult], say: Any) -> list[dict[str, Any]]:
     return rows
 
 
+def summary(rows: list[dict[str, Any]], say: Any) -> list[dict[str, Any]]:
+    """With several pairs of runs: per size, the median of the ratios taken within each
+    pair (each pair's two sides ran one after the other, so a slower hour of the machine
+    weighs on both), and the median of our CPU per Job."""
+    out = []
+    for n in sorted({r["jobs"] for r in rows}):
+        mine = [r for r in rows if r["jobs"] == n]
+        if len(mine) < 2:
+            continue
+        item = {"jobs": n, "pairs": len(mine)}
+        for key in ("throughput", "p50", "p99"):
+            ratios = [r[key]["ratio"] for r in mine]
+            item[key] = {"median_ratio": round(statistics.median(ratios), 3),
+                         "ratios": ratios}
+        cpus = [r["ours_cpu_ms_per_job"] for r in mine if r["ours_cpu_ms_per_job"] is not None]
+        item["ours_cpu_ms_per_job"] = {"median": round(statistics.median(cpus), 2),
+                                       "runs": cpus} if cpus else None
+        out.append(item)
+        say(f"\nN={n}, {len(mine)} pairs: throughput ratio median "
+            f"{item['throughput']['median_ratio']} {item['throughput']['ratios']}, p99 ratio "
+            f"median {item['p99']['median_ratio']} {item['p99']['ratios']}"
+            + (f", ours {item['ours_cpu_ms_per_job']['median']} ms CPU per Job "
+               f"{item['ours_cpu_ms_per_job']['runs']}" if cpus else ""))
+    return out
+
+
 async def run_all(args: argparse.Namespace, say: Any) -> list[SideResult]:
     sizes = args.jobs or [500]
     results: list[SideResult] = []
-    for side, topology in (("kueue", KUEUE_TOPOLOGY), ("python", PYTHON_TOPOLOGY)):
-        if args.only and side != args.only:
-            continue
-        results += await run_side(side, topology, sizes, args.concurrency, say,
-                                  Path(args.profile) if args.profile else None)
+    sides = [("kueue", KUEUE_TOPOLOGY), ("python", PYTHON_TOPOLOGY)]
+    for pair in range(args.pairs):
+        # A B, B A, A B ...: neither side always runs first.
+        for side, topology in (sides if pair % 2 == 0 else sides[::-1]):
+            if args.only and side != args.only:
+                continue
+            ran = await run_side(side, topology, sizes, args.concurrency, say,
+                                 Path(args.profile) if args.profile else None)
+            results += [dataclasses.replace(r, pair=pair) for r in ran]
     return results
 
 
@@ -670,6 +703,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, action="append",
                    help="Jobs per run (repeat for several sizes; default 500)")
     p.add_argument("--concurrency", type=int, default=16, help="creates in flight")
+    p.add_argument("--pairs", type=int, default=1,
+                   help="run both sides this many times, alternating which goes first, and "
+                        "report the median of the ratios of each pair")
     p.add_argument("--only", choices=("kueue", "python"), help="one side only")
     p.add_argument("--output", default=str(RESULTS), help="results file ('-' for none)")
     p.add_argument("--memory", type=int, default=0, metavar="N",
@@ -690,6 +726,7 @@ def main(argv: list[str] | None = None) -> int:
     only_extra = args.memory_only or args.kinds_only
     results = asyncio.run(run_all(args, say)) if not only_extra else []
     rows = report(results, say)
+    medians = summary(rows, say)
     memory = asyncio.run(run_memory(args.memory, args.concurrency * 2, say)) \
         if args.memory else None
     kinds = asyncio.run(run_kinds(args.kinds, args.concurrency, say)) if args.kinds else None
@@ -699,6 +736,7 @@ def main(argv: list[str] | None = None) -> int:
             "machine": f"{platform.machine()}, {os.cpu_count()} cores",
             "concurrency": args.concurrency,
             "sides": [dataclasses.asdict(r) for r in results], "comparison": rows,
+            "summary": medians,
             "memory": memory, "kinds": kinds,
         }, indent=2) + "\n")
     return 0
