@@ -193,15 +193,18 @@ def proc_peak_rss_mb(pid: int) -> float:
 
 @contextlib.asynccontextmanager
 async def our_manager(kubeconfig: str, log: Path, profile: Path | None = None,
-                      integrations: str = "batchjob") -> AsyncIterator[int]:
+                      integrations: str = "batchjob",
+                      pythonpath: str | None = None) -> AsyncIterator[int]:
     """Our external-framework manager for batch/v1 Jobs as a process; yields its pid once
-    its webhook suspends a queued Job. With ``profile``, it runs under cProfile (stats
-    written there when it stops)."""
+    started. With ``profile``, it runs under cProfile (stats written there when it stops);
+    with ``pythonpath``, from that source tree instead of the installed one."""
     out = log.open("wb")
     prefix = ["-m", "cProfile", "-o", str(profile)] if profile else []
+    env = None if pythonpath is None else dict(os.environ, PYTHONPATH=pythonpath)
     proc = await asyncio.create_subprocess_exec(
         sys.executable, *prefix, "-m", "integrations", "run", "--kubeconfig", kubeconfig,
-        "--integrations", integrations, stdout=out, stderr=asyncio.subprocess.STDOUT)
+        "--integrations", integrations, stdout=out, stderr=asyncio.subprocess.STDOUT,
+        env=env)
     try:
         yield proc.pid
     finally:

@@ -24,7 +24,6 @@ import asyncio
 import contextlib
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -38,6 +37,7 @@ from cluster import (
     PYTHON_TOPOLOGY,
     _suspends,
     job_manifest,
+    our_manager,
     proc_cpu_seconds,
     setup_cluster_queue,
     setup_namespace,
@@ -54,22 +54,17 @@ QUIET_CPU_SECONDS = 0.03
 async def one_round(client: RestClient, kubeconfig: str, src: str, ns: str, jobs: int,
                     log: Path) -> tuple[float, float]:
     """CPU ms per Job and Jobs unsuspended per second of one fresh manager from ``src``."""
-    env = dict(os.environ, PYTHONPATH=src)
-    with log.open("ab") as out:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "integrations", "run", "--kubeconfig", kubeconfig,
-            "--integrations", "batchjob", env=env, stdout=out, stderr=subprocess.STDOUT)
-    try:
+    async with our_manager(kubeconfig, log, pythonpath=src) as pid:
         await wait_for("the Job webhook to suspend a queued Job",
                        lambda: _suspends(client, "bench-probe"), 180)
         await setup_namespace(client, ns)
         # Earlier rounds' Jobs are reconciled once at start-up: wait that out.
         while True:
-            before = proc_cpu_seconds(proc.pid)
+            before = proc_cpu_seconds(pid)
             await asyncio.sleep(1.0)
-            if proc_cpu_seconds(proc.pid) - before < QUIET_CPU_SECONDS:
+            if proc_cpu_seconds(pid) - before < QUIET_CPU_SECONDS:
                 break
-        cpu0, t0 = proc_cpu_seconds(proc.pid), time.monotonic()
+        cpu0, t0 = proc_cpu_seconds(pid), time.monotonic()
         sem = asyncio.Semaphore(16)
 
         async def create(i: int) -> None:
@@ -87,15 +82,7 @@ async def one_round(client: RestClient, kubeconfig: str, src: str, ns: str, jobs
             await asyncio.sleep(0.3)
         seconds = time.monotonic() - t0
         await asyncio.sleep(2.0)  # the last events and status writes
-        return (proc_cpu_seconds(proc.pid) - cpu0) * 1000 / jobs, jobs / seconds
-    finally:
-        if proc.returncode is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                await asyncio.wait_for(proc.wait(), 60)
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
+        return (proc_cpu_seconds(pid) - cpu0) * 1000 / jobs, jobs / seconds
 
 
 async def compare(a: str, b: str, jobs: int, rounds: int,
@@ -116,7 +103,7 @@ async def compare(a: str, b: str, jobs: int, rounds: int,
             for i, side in enumerate(order):
                 ms, rate = await one_round(client, str(info.kubeconfig),
                                            a if side == "A" else b, f"ab-{i}", jobs,
-                                           state / "logs" / f"manager-{side}.log")
+                                           state / "logs" / f"manager-{i}-{side}.log")
                 cpu[side].append(ms)
                 say(f"round {i} {side}: {ms:.2f} ms CPU per Job, {rate:.1f} Jobs/s")
     finally:

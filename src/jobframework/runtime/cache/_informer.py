@@ -18,7 +18,7 @@ import asyncio
 import logging
 import random
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from ..client.interface import Client, FieldSel, Selector, WatchEvent
@@ -356,27 +356,27 @@ class SharedInformer:
             log.exception("%r: transform failed; storing the object as received", self)
             return obj
 
-    def _notify_add(self, stored: Object) -> None:
+    def _deliveries(self, stored: Object, which: str) -> Iterator[tuple[Any, Object]]:
+        """Each registered ``which`` handler with what it is given: the stored object for
+        read-only registrations, else one copy shared by the others, made when needed."""
         out: Object | None = None
         for reg in self._handlers:
-            if (fn := reg.on_add) is not None:
-                if reg.read_only:
-                    self._call(fn, stored)
-                else:
-                    if out is None:
-                        out = deep_copy(stored)
-                    self._call(fn, out)
+            if (fn := getattr(reg, which)) is None:
+                continue
+            if reg.read_only:
+                yield fn, stored
+                continue
+            if out is None:
+                out = deep_copy(stored)
+            yield fn, out
+
+    def _notify_add(self, stored: Object) -> None:
+        for fn, obj in self._deliveries(stored, "on_add"):
+            self._call(fn, obj)
 
     def _notify_update(self, old: Object, stored: Object) -> None:
-        out: Object | None = None
-        for reg in self._handlers:
-            if (fn := reg.on_update) is not None:
-                if reg.read_only:
-                    self._call(fn, old, stored)
-                else:
-                    if out is None:
-                        out = deep_copy(stored)
-                    self._call(fn, old, out)
+        for fn, obj in self._deliveries(stored, "on_update"):
+            self._call(fn, old, obj)
 
     def _notify_delete(self, gone: Object | DeletedFinalStateUnknown) -> None:
         for reg in list(self._handlers):
