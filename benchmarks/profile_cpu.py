@@ -1,6 +1,6 @@
 """CPU per batch/v1 Job of our code, without a cluster: where it goes, to cut it.
 
-Four scenarios, each on the in-memory API server (``jobframework.testing.APIServer``):
+Five scenarios, each on the in-memory API server (``jobframework.testing.APIServer``):
 
 ``lifecycle``
     Our manager wired as ``python -m integrations run --integrations batchjob`` wires it
@@ -23,6 +23,12 @@ Four scenarios, each on the in-memory API server (``jobframework.testing.APIServ
 ``reconcile``
     One reconcile with nothing to write, the most frequent pass, called directly on a
     synced manager: a Job beside its pending Workload, and an admitted running Job.
+
+``watch``
+    The Job and Workload watch events of a lifecycle, captured as JSON lines, replayed
+    from the wire to the store: decoding, the manager's transform (managedFields
+    dropped, strings interned), the indexed store and a read-only handler; then one
+    cache copy of each stored object (what a reconcile's read costs).
 
 ``webhook``
     The batch/v1 Job webhooks (``BatchJobWebhook`` behind the mutating and validating
@@ -77,7 +83,7 @@ from jobframework.runtime.cache import compose_transforms, intern_strings, strip
 from jobframework.runtime.client import Client
 from jobframework.runtime.clock import RealClock, rfc3339
 from jobframework.runtime.manager import Manager
-from jobframework.runtime.objects import GVK, Object
+from jobframework.runtime.objects import GVK, Object, deep_copy
 from jobframework.testing import APIServer
 from jobframework.webhook import WebhookServer
 from jobframework.webhook.admission import review
@@ -620,6 +626,85 @@ async def bench_reconcile(n: int, passes: int, profiler: cProfile.Profile | None
     return out
 
 
+# ------------------------------------------------------------------ watch events
+
+
+async def capture_events(n: int) -> list[bytes]:
+    """The Job and Workload watch events of ``n`` lifecycles, as the API server writes
+    them on the wire (one JSON line each, ``managedFields`` included)."""
+    server = new_server()
+    await seed(server)
+    mgr, task, _ = await start_manager(server.client())
+    driver = Driver(server)
+    await driver.start()
+    lines: list[bytes] = []
+
+    async def follow(gvk: GVK) -> None:
+        async for event in server.client().watch(gvk, namespace=NAMESPACE,
+                                                 allow_bookmarks=False):
+            lines.append(json.dumps({"type": event.type, "object": event.object},
+                                    separators=(",", ":")).encode())
+
+    followers = [asyncio.create_task(follow(g)) for g in (JOB_GVK, WORKLOAD)]
+    try:
+        async def on_phase(name: str) -> None:
+            del name
+
+        await driver.run(n, on_phase)
+        await settle(mgr)
+    finally:
+        for f in followers:
+            f.cancel()
+        await asyncio.gather(*followers, return_exceptions=True)
+        await driver.stop()
+        await stop_manager(mgr, task)
+    return lines
+
+
+async def bench_watch(n: int, repeat: int, profiler: cProfile.Profile | None
+                      ) -> dict[str, Any]:
+    """CPU per watch event from the wire to the store: decoding the line
+    (``RestClient._decode_event``), the manager's transform (managedFields dropped,
+    strings interned), the indexed store and a read-only handler, as the Job controller's
+    informers do; then a cache read of each object (the copy a reconcile gets)."""
+    from jobframework.runtime.cache import SharedInformer
+    from jobframework.runtime.client.rest import RestClient
+
+    lines = await capture_events(n)
+    transform = compose_transforms(strip_managed_fields, intern_strings)
+
+    def replay() -> tuple[float, float]:
+        informers = {gvk: SharedInformer(new_server().client(), gvk, transform=transform)
+                     for gvk in (JOB_GVK, WORKLOAD)}
+        seen: list[str] = []
+        for inf in informers.values():
+            inf.add_event_handler(lambda o: seen.append(o["metadata"]["name"]),
+                                  lambda o, n: seen.append(n["metadata"]["name"]),
+                                  read_only=True)
+        t0 = time.process_time()
+        for line in lines:
+            event = RestClient._decode_event(line)
+            assert event is not None
+            informers[GVK.of(event.object)].apply(event)
+        t1 = time.process_time()
+        stored = [(inf, o) for inf in informers.values() for o in inf.indexer.list()]
+        for inf, o in stored:
+            # Versions before the JSON fast copy (an A/B against an older src) copy
+            # through marshal.
+            getattr(inf, "copy_of", deep_copy)(o)
+        return (t1 - t0) / len(lines), (time.process_time() - t1) / len(stored)
+
+    replay()  # warm up
+    runs = [replay() for _ in range(repeat)]
+    if profiler is not None:
+        with _profiling(profiler):
+            replay()
+    return {"events": len(lines), "bytes_per_event": round(sum(map(len, lines)) / len(lines)),
+            "us_per_event": round(statistics.median(r[0] for r in runs) * 1e6, 1),
+            "runs_us": [round(r[0] * 1e6, 1) for r in runs],
+            "us_per_copy": round(statistics.median(r[1] for r in runs) * 1e6, 1)}
+
+
 # ------------------------------------------------------------------ webhook
 
 
@@ -1083,6 +1168,18 @@ async def run_webhook(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+async def run_watch(args: argparse.Namespace) -> dict[str, Any]:
+    profiler = cProfile.Profile() if args.profile else None
+    out = await bench_watch(args.reconcile_jobs, args.repeat, profiler)
+    print(f"watch: {out['us_per_event']} µs CPU per event ({out['events']} events, "
+          f"{out['bytes_per_event']} bytes each), {out['us_per_copy']} µs per cache copy")
+    if profiler is not None:
+        out["profile"] = profile_report(profiler, out["events"], args.top)
+        print_profile("watch events", out["profile"], "event")
+        _dump(profiler, args, "watch")
+    return out
+
+
 async def run_http(args: argparse.Namespace) -> dict[str, Any]:
     profiler = cProfile.Profile() if args.profile else None
     out = await bench_http(args.requests, args.repeat, profiler)
@@ -1115,8 +1212,8 @@ def _loop_runner(choice: str) -> Callable[[Any], Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--scenario", nargs="*",
-                        choices=("lifecycle", "reconcile", "webhook", "http"),
-                        default=["lifecycle", "reconcile", "webhook", "http"])
+                        choices=("lifecycle", "reconcile", "watch", "webhook", "http"),
+                        default=["lifecycle", "reconcile", "watch", "webhook", "http"])
     parser.add_argument("--transport", choices=("http", "memory"), default="http",
                         help="lifecycle: API server in a child process over HTTP (our CPU "
                              "only), or in this process")
@@ -1156,7 +1253,7 @@ def main(argv: list[str] | None = None) -> int:
     async def all_scenarios() -> dict[str, Any]:
         results: dict[str, Any] = {}
         for name, fn in (("lifecycle", run_lifecycle), ("reconcile", run_reconcile),
-                         ("webhook", run_webhook), ("http", run_http)):
+                         ("watch", run_watch), ("webhook", run_webhook), ("http", run_http)):
             if name in args.scenario:
                 results[name] = await fn(args)
         return results

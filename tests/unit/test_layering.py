@@ -37,7 +37,7 @@ LAYERS: tuple[str, ...] = ("runtime", "webhook", "jobframework", "integrations")
 #: Rank inside ``jobframework.runtime`` by the first component after ``runtime``;
 #: anything not listed (reconcile, source, controller, manager, ...) is on top.
 RUNTIME_LAYERS: Mapping[str, int] = {
-    "objects": 0, "errors": 0, "clock": 0, "selectors": 0, "gofmt": 0,
+    "objects": 0, "errors": 0, "clock": 0, "selectors": 0, "gofmt": 0, "wirejson": 0,
     "client": 1,
     "cache": 2,
     "workqueue": 3,

@@ -37,6 +37,9 @@ def test_every_scenario_runs_and_reports(tmp_path: Path) -> None:
     assert results["webhook"]["mutate"]["us_per_review"] > 0
     assert results["webhook"]["validate"]["us_per_review"] > 0
     assert {"get", "create", "patch"} <= set(results["http"])
+    watch = results["watch"]
+    # 3 Jobs and their Workloads: every lifecycle step is an event of one or the other.
+    assert watch["events"] >= 3 * 6 and watch["us_per_event"] > 0 and watch["us_per_copy"] > 0
 
 
 def test_profiles_split_the_time_between_components(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
+import orjson
 
 #: A Kubernetes object as JSON: ``{"apiVersion": ..., "kind": ..., "metadata": {...}, ...}``.
 Object = dict[str, Any]
@@ -184,6 +185,29 @@ def deep_copy(obj: Object) -> Object:
         out: Object = marshal.loads(marshal.dumps(obj))
     except ValueError:
         return copy.deepcopy(obj)
+    return out
+
+
+#: orjson refuses these instead of writing them as something else (a ``str`` subclass as
+#: a plain string, a ``datetime`` as text, a dataclass as an object).
+_JSON_ONLY = (orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATETIME
+              | orjson.OPT_PASSTHROUGH_DATACLASS)
+
+
+def json_copy(obj: Object) -> Object:
+    """A deep copy of an object that holds JSON values only, twice as fast as :func:`deep_copy`.
+
+    For objects as a JSON decoder returns them (the informer cache's, for instance): an
+    orjson round trip. orjson would write a few non-JSON values in a JSON form (a tuple
+    as a list, an ``Enum`` as its value, a ``UUID`` as text, a non-finite float as
+    null), so objects that may hold such values are copied with :func:`deep_copy`;
+    anything orjson refuses (an integer beyond 64 bits, a ``str`` subclass, a
+    non-string key...) falls back to it too.
+    """
+    try:
+        out: Object = orjson.loads(orjson.dumps(obj, option=_JSON_ONLY))
+    except orjson.JSONEncodeError:
+        return deep_copy(obj)
     return out
 
 

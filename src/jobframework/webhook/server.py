@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import ssl
 import tempfile
@@ -24,6 +23,7 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
+from jobframework.runtime import wirejson
 from jobframework.runtime.clock import Clock
 from jobframework.runtime.healthz import Checker
 
@@ -291,7 +291,7 @@ class WebhookServer:
         if not raw:
             return _error(400, "request body is empty")
         try:
-            body: Any = json.loads(raw)
+            body: Any = wirejson.loads(raw)
         except ValueError as exc:
             return _error(400, f"the request body is not JSON: {exc}")
         status, out = await review(handler, body)

@@ -33,6 +33,7 @@ from ._informer import (
     TransformFunc,
     compose_transforms,
     intern_strings,
+    preserves_json,
     strip_managed_fields,
 )
 from ._reflector import Backoff, Reflector, ReflectorStore
@@ -74,5 +75,6 @@ __all__ = [
     "intern_strings",
     "namespaced_index_key",
     "object_key",
+    "preserves_json",
     "strip_managed_fields",
 ]

@@ -29,7 +29,7 @@ import attrs
 from .. import errors
 from ..client.interface import Client, FieldSel, ObjectList, RESTMapping, Selector
 from ..clock import Clock, RealClock
-from ..objects import GVK, Object, ObjectKey, deep_copy, labels_of, namespace_of
+from ..objects import GVK, Object, ObjectKey, labels_of, namespace_of
 from ..selectors import FieldSelector, LabelSelector
 from ._informer import HandlerRegistration, OnAdd, OnDelete, OnUpdate, SharedInformer
 from ._informer import TransformFunc as TransformFunc
@@ -296,7 +296,7 @@ class Cache:
         for informer in entry.informers_for(ns):
             obj = informer.indexer.get_by_key(key)
             if obj is not None:
-                return deep_copy(obj)
+                return informer.copy_of(obj)
         raise errors.new_not_found(entry.mapping.resource.resource, name, gvk.group)
 
     async def get_read_only(
@@ -343,14 +343,14 @@ class Cache:
             else:
                 remaining.append((field, equal, value))
         rest = FieldSelector(tuple(remaining))
-        items: builtins.list[Object] = []
+        items: builtins.list[tuple[Object, SharedInformer]] = []
         for informer in informers:
             for obj in _candidates(informer.indexer, ns, exact):
                 if labels.matches(labels_of(obj)) and rest.matches(obj):
-                    items.append(obj)
-        items.sort(key=lambda o: (namespace_of(o), o["metadata"].get("name", "")))
+                    items.append((obj, informer))
+        items.sort(key=lambda o: (namespace_of(o[0]), o[0]["metadata"].get("name", "")))
         rv = informers[0].last_sync_resource_version if len(informers) == 1 else ""
-        return ObjectList([deep_copy(o) for o in items], rv)
+        return ObjectList([informer.copy_of(o) for o, informer in items], rv)
 
     # -- internals -------------------------------------------------------------------
 

@@ -18,12 +18,13 @@ import asyncio
 import logging
 import random
 import sys
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from ..client.interface import Client, FieldSel, Selector, WatchEvent
 from ..clock import Clock, RealClock
-from ..objects import GVK, Object, deep_copy, resource_version_of
+from ..objects import GVK, Object, deep_copy, json_copy, resource_version_of
 from ._reflector import Backoff, Reflector
 from ._store import (
     NAMESPACE_INDEX,
@@ -41,6 +42,19 @@ OnUpdate = Callable[[Object, Object], None]
 #: Receives the deleted object, or a :class:`DeletedFinalStateUnknown` wrapping it.
 OnDelete = Callable[[Any], None]
 TransformFunc = Callable[[Object], Object]
+
+#: Transforms known to leave JSON values only (they delete keys, reuse equal strings):
+#: the objects they store are copied with :func:`~..objects.json_copy`.
+_JSON_PRESERVING: weakref.WeakSet[TransformFunc] = weakref.WeakSet()
+
+
+def preserves_json(transform: TransformFunc | None) -> bool:
+    """Whether objects stored through ``transform`` hold JSON values only, as decoded:
+    true for no transform, :func:`strip_managed_fields`, :func:`intern_strings` and
+    their :func:`compose_transforms`; false for any other function, which may store
+    values JSON has no form for (so cache copies of its objects take the slower, exact
+    :func:`~..objects.deep_copy`)."""
+    return transform is None or transform in _JSON_PRESERVING
 
 
 def strip_managed_fields(obj: Object) -> Object:
@@ -106,12 +120,17 @@ def intern_strings(obj: Object) -> Object:
     return out
 
 
+_JSON_PRESERVING.update((strip_managed_fields, intern_strings))
+
+
 def compose_transforms(*transforms: TransformFunc) -> TransformFunc:
     """One transform applying ``transforms`` in order."""
     def apply(obj: Object) -> Object:
         for t in transforms:
             obj = t(obj)
         return obj
+    if all(preserves_json(t) for t in transforms):
+        _JSON_PRESERVING.add(apply)
     return apply
 
 
@@ -176,6 +195,7 @@ class SharedInformer:
         self.resync_period = resync_period
         self._clock: Clock = clock or RealClock()
         self._transform = transform
+        self._copy = json_copy if preserves_json(transform) else deep_copy
         self.indexer = Indexer({NAMESPACE_INDEX: index_by_namespace})
         if indexers:
             self.indexer.add_indexers(indexers)
@@ -224,8 +244,14 @@ class SharedInformer:
         self._handlers.append(reg)
         if on_add is not None:
             for obj in self.indexer.list():
-                self._call(on_add, obj if read_only else deep_copy(obj))
+                self._call(on_add, obj if read_only else self._copy(obj))
         return reg
+
+    def copy_of(self, stored: Object) -> Object:
+        """A deep copy of an object of the store, as handlers and cache readers get it
+        (:func:`~..objects.json_copy` when the transform keeps objects JSON, else
+        :func:`~..objects.deep_copy`)."""
+        return self._copy(stored)
 
     def remove_event_handler(self, registration: HandlerRegistration) -> None:
         """Stop notifying ``registration``'s handlers."""
@@ -367,7 +393,7 @@ class SharedInformer:
                 yield fn, stored
                 continue
             if out is None:
-                out = deep_copy(stored)
+                out = self._copy(stored)
             yield fn, out
 
     def _notify_add(self, stored: Object) -> None:

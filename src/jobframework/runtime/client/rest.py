@@ -37,7 +37,7 @@ import attrs
 from aiohttp.helpers import basicauth_from_netrc, get_env_proxy_for_url, netrc_from_env
 from yarl import URL
 
-from .. import errors
+from .. import errors, wirejson
 from ..clock import Clock, RealClock
 from ..objects import GVK, Object, metadata, name_of, namespace_of
 from .config import Credentials, load_auto, load_in_cluster, load_kubeconfig
@@ -543,7 +543,7 @@ class RestClient:
             raw = await resp.read()
             if resp.status >= 400:
                 raise error_from_response(resp.status, raw)
-        return json.loads(raw) if raw else None
+        return wirejson.loads(raw) if raw else None
 
     async def _mapping(self, gvk: GVK) -> RESTMapping:
         return await self._mapper.rest_mapping(gvk)
@@ -671,7 +671,7 @@ class RestClient:
     @staticmethod
     def _decode_event(line: bytes) -> WatchEvent | None:
         try:
-            raw = json.loads(line)
+            raw = wirejson.loads(line)
         except ValueError as exc:
             raise errors.InternalError(f"unable to decode watch event: {exc}") from exc
         etype = raw.get("type") if isinstance(raw, dict) else None

@@ -1,14 +1,24 @@
-"""The cache's copies (a marshal round trip with a deepcopy fallback) and the managedFields
-transform the external-framework manager installs."""
+"""The cache's copies (an orjson round trip for JSON objects, else a marshal round trip
+with a deepcopy fallback) and the transforms the external-framework manager installs."""
 
 from __future__ import annotations
 
 import collections
 import datetime as dt
+from typing import Any
 
-from jobframework.runtime.cache import Cache, strip_managed_fields
+from hypothesis import given
+from hypothesis import strategies as st
+
+from jobframework.runtime.cache import (
+    Cache,
+    compose_transforms,
+    intern_strings,
+    preserves_json,
+    strip_managed_fields,
+)
 from jobframework.runtime.clock import ManualClock
-from jobframework.runtime.objects import GVK, deep_copy
+from jobframework.runtime.objects import GVK, Object, deep_copy, json_copy
 from jobframework.testing import APIServer
 
 CM = GVK("", "v1", "ConfigMap")
@@ -78,3 +88,101 @@ def test_intern_strings_shares_keys_and_short_values_between_objects() -> None:
     # Copies handed out keep the sharing.
     copied = deep_copy(a)
     assert next(iter(copied["metadata"]["labels"])) is key_a
+
+
+# --- json_copy: the cache's fast copy of JSON objects ------------------------------------
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.text(max_size=10)
+    | st.integers(min_value=-(2**80), max_value=2**80)
+    | st.floats(allow_nan=False, allow_infinity=False),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner,
+                                                                max_size=4),
+    max_leaves=25)
+
+
+def _typed(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _typed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_typed(v) for v in value]
+    return (type(value), value)
+
+
+@given(st.dictionaries(st.text(max_size=6), json_values, max_size=5))
+def test_json_copy_of_a_json_object_is_an_exact_independent_copy(obj: dict[str, Any]) -> None:
+    out = json_copy(obj)
+    assert _typed(out) == _typed(obj)
+    assert list(out) == list(obj)  # key order kept
+    out["added"] = {}
+    assert "added" not in obj or obj["added"] is not out["added"]
+    for key, value in obj.items():
+        if isinstance(value, dict | list):
+            assert out[key] is not value
+
+
+def test_json_copy_falls_back_where_orjson_would_not_be_exact() -> None:
+    class Name(str):
+        pass
+
+    when = dt.datetime(2026, 1, 1)
+    obj = {"spec": {"big": 2**64, "name": Name("n"), "at": when, 3: "int key"}}
+    out = json_copy(obj)
+    assert out == obj
+    assert type(out["spec"]["name"]) is Name and out["spec"]["at"] == when
+    assert out["spec"] is not obj["spec"]
+
+
+def test_which_transforms_keep_objects_json() -> None:
+    def user(obj: Object) -> Object:
+        return obj
+
+    assert preserves_json(None)
+    assert preserves_json(strip_managed_fields) and preserves_json(intern_strings)
+    assert preserves_json(compose_transforms(strip_managed_fields, intern_strings))
+    assert not preserves_json(user)
+    assert not preserves_json(compose_transforms(strip_managed_fields, user))
+
+
+async def test_cache_copies_keep_what_a_user_transform_stored() -> None:
+    # A transform of the user's may store values JSON has no form for: the cache's copies
+    # of them are exact (a tuple stays a tuple), where the JSON fast copy would not be.
+    def tag(obj: Object) -> Object:
+        obj["data"]["pair"] = ("a", 1)
+        return obj
+
+    server = APIServer(ManualClock())
+    api = server.client()
+    await api.create({"apiVersion": "v1", "kind": "ConfigMap",
+                      "metadata": {"name": "a", "namespace": "default"}, "data": {"x": "1"}})
+    for transform, pair in ((tag, ("a", 1)), (compose_transforms(strip_managed_fields, tag),
+                                              ("a", 1))):
+        cache = Cache(api, transform=transform)
+        cache.start()
+        try:
+            got = await cache.get(CM, "a", namespace="default")
+            listed = (await cache.list(CM, namespace="default")).items
+        finally:
+            await cache.stop()
+        assert got["data"]["pair"] == pair and type(got["data"]["pair"]) is tuple
+        assert type(listed[0]["data"]["pair"]) is tuple
+
+
+async def test_cache_copies_of_json_objects_are_independent() -> None:
+    server = APIServer(ManualClock())
+    api = server.client()
+    await api.create({"apiVersion": "v1", "kind": "ConfigMap",
+                      "metadata": {"name": "a", "namespace": "default", "labels": {"k": "v"}},
+                      "data": {"x": "1"}})
+    cache = Cache(api, transform=compose_transforms(strip_managed_fields, intern_strings))
+    cache.start()
+    try:
+        got = await cache.get(CM, "a", namespace="default")
+        got["metadata"]["labels"]["k"] = "changed"
+        got["data"]["x"] = "2"
+        again = await cache.get(CM, "a", namespace="default")
+        listed = (await cache.list(CM, namespace="default")).items[0]
+    finally:
+        await cache.stop()
+    assert again["metadata"]["labels"] == {"k": "v"} and again["data"] == {"x": "1"}
+    assert listed == again and listed is not again

@@ -1,0 +1,39 @@
+"""Decoding the JSON the API server and its webhooks send: fast, and exactly as ``json``.
+
+Every watch event, response body and AdmissionReview is decoded once; on the real
+control plane that is the largest single cost of the manager after HTTP itself. orjson
+decodes such documents in less than half the time of the standard library, with one
+difference that matters here: an integer literal beyond 64 bits comes back as a
+``float``, silently rounded, where ``json`` keeps the exact ``int``. Objects must
+round-trip losslessly (an unknown field of a custom resource may hold any integer), so a
+document with a run of 19 or more digits anywhere, the only place such a literal can
+come from, is left to the standard library; so is anything orjson refuses (invalid
+UTF-8, lone surrogate escapes, ``NaN``...), so the result or the error is always the
+standard library's.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+import orjson
+
+__all__ = ["loads"]
+
+#: Every ASCII digit maps to ``0``, every other byte to a space: a run of digits in the
+#: document becomes a run of ``0`` in its translation, found by a substring search in C.
+_DIGITS_TO_ZERO: Final = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+#: 2**63 has 19 digits: any integer orjson could round has at least as many.
+_LONG_DIGIT_RUN: Final = b"0" * 19
+
+
+def loads(data: bytes | bytearray | str) -> Any:
+    """``json.loads(data)``, the same value or the same error, decoded by orjson if it can."""
+    raw = data.encode() if isinstance(data, str) else bytes(data)
+    if _LONG_DIGIT_RUN not in raw.translate(_DIGITS_TO_ZERO):
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass  # the standard library's answer (a value or its error message) decides
+    return json.loads(data)

@@ -1,0 +1,95 @@
+"""``wirejson.loads``: the standard library's value or error for every document, faster."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from jobframework.runtime import wirejson
+from jobframework.runtime.client.rest import RestClient
+
+
+def typed(value: Any) -> Any:
+    """``value`` with every scalar tagged by its exact type (1, 1.0 and True differ)."""
+    if isinstance(value, dict):
+        return {k: typed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [typed(v) for v in value]
+    if isinstance(value, float) and value != value:
+        return ("nan",)
+    return (type(value).__name__, value)
+
+
+scalars = (st.none() | st.booleans() | st.text()
+           | st.integers() | st.integers(min_value=-(2**200), max_value=2**200)
+           | st.floats(allow_nan=False, allow_infinity=False))
+documents = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4)
+                         | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+                         max_leaves=20)
+
+
+@given(documents, st.booleans())
+def test_same_value_and_types_as_the_standard_library(doc: Any, ascii_only: bool) -> None:
+    text = json.dumps(doc, ensure_ascii=ascii_only)
+    assert typed(wirejson.loads(text.encode())) == typed(json.loads(text))
+    assert typed(wirejson.loads(text)) == typed(json.loads(text))
+
+
+@pytest.mark.parametrize("literal", [
+    "9223372036854775807", "9223372036854775808", "18446744073709551616",
+    "-9223372036854775809", "123456789012345678901234567890",
+])
+def test_integers_beyond_64_bits_stay_exact(literal: str) -> None:
+    doc = f'{{"spec": {{"replicas": 2, "x-unknown": [{literal}]}}}}'.encode()
+    out = wirejson.loads(doc)
+    assert out["spec"]["x-unknown"] == [int(literal)]
+    assert type(out["spec"]["x-unknown"][0]) is int
+
+
+def test_a_watch_event_keeps_an_unknown_huge_integer() -> None:
+    line = (b'{"type":"MODIFIED","object":{"apiVersion":"example.com/v1","kind":"Thing",'
+            b'"metadata":{"name":"t","resourceVersion":"42"},'
+            b'"spec":{"budget":340282366920938463463374607431768211456}}}')
+    event = RestClient._decode_event(line)
+    assert event is not None
+    assert event.object["spec"]["budget"] == 2**128
+
+
+@pytest.mark.parametrize("doc", [b"NaN", b"[Infinity, -Infinity]", b'{"a": 1e400}',
+                                 b"\xef\xbb\xbf{}", b'"\\ud800"', '{"a": "\u00e9"}'])
+def test_what_orjson_refuses_is_decoded_as_json_does(doc: bytes | str) -> None:
+    assert typed(wirejson.loads(doc)) == typed(json.loads(doc))
+
+
+@pytest.mark.parametrize("doc", [b"", b"{", b'{"a": 1} trailing', b"[1,]", b"\xff\xfe{}x"])
+def test_errors_are_the_standard_librarys(doc: bytes) -> None:
+    with pytest.raises(ValueError) as expected:
+        json.loads(doc)
+    with pytest.raises(ValueError) as got:
+        wirejson.loads(doc)
+    assert type(got.value) is type(expected.value)
+    assert str(got.value) == str(expected.value)
+
+
+def test_an_ordinary_object_takes_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The standard library is only the fallback: an API object with the usual numbers
+    # (resourceVersion, generation, counts, timestamps) must not reach it.
+    def refuse(*_: Any, **__: Any) -> Any:
+        raise AssertionError("fell back to json.loads")
+
+    monkeypatch.setattr(wirejson.json, "loads", refuse)
+    job = {"apiVersion": "batch/v1", "kind": "Job",
+           "metadata": {"name": "j", "resourceVersion": "184467440737", "generation": 3,
+                        "uid": "0f8fad5b-d9cb-469f-a165-70867728950e",
+                        "creationTimestamp": "2026-11-26T19:33:32Z"},
+           "spec": {"parallelism": 4, "completions": 10, "backoffLimit": 6,
+                    "activeDeadlineSeconds": 3600,
+                    "template": {"spec": {"containers": [
+                        {"name": "c", "resources": {"requests": {"cpu": "1.5"}}}]}}},
+           "status": {"active": 4, "ready": 4, "startTime": "2026-11-26T19:33:42Z"}}
+    assert wirejson.loads(json.dumps({"type": "MODIFIED", "object": job}).encode()) == {
+        "type": "MODIFIED", "object": job}
