@@ -33,7 +33,7 @@ from jobframework.podset import (
 )
 from jobframework.reconciler import patch_object
 from jobframework.runtime.client import Client
-from jobframework.runtime.objects import GVK, Object, annotations_of, deep_copy
+from jobframework.runtime.objects import GVK, Object, annotations_of, json_copy
 
 JOB_GVK = GVK("batch", "v1", "Job")
 #: ``batch/job``: the framework name Kueue registers the integration under.
@@ -162,7 +162,8 @@ class BatchJob(SpecManagedBy, GenericJob):
     async def pod_sets(self, client: Client) -> list[PodSet]:
         """The ``main`` pod set (job-controller labels removed from the template)."""
         del client
-        template = deep_copy(self._template())
+        # The Workload stores the template as JSON: copied as JSON.
+        template = json_copy(self._template())
         labels = (template.get("metadata") or {}).get("labels")
         if labels:
             for key in _CLEANED_LABELS:

@@ -19,7 +19,7 @@ from typing import Any, Generic, Protocol, TypeVar, overload, runtime_checkable
 import attrs
 
 from jobframework.runtime import errors
-from jobframework.runtime.objects import Object, deep_copy
+from jobframework.runtime.objects import Object, json_copy
 
 from .admission import (
     AdmissionRequest,
@@ -170,7 +170,9 @@ class ValidatorHandler(Generic[T]):
     def _decode(self, raw: Object | None) -> T:
         if raw is None:
             raise ValueError("there is no content to decode")
-        obj = deep_copy(raw)
+        # The validator's own copy (controller-runtime decodes one from the review's JSON
+        # for each handler); a review carries JSON values, which json_copy copies exactly.
+        obj = json_copy(raw)
         if self.codec is None:
             return obj  # type: ignore[return-value]  # T is dict without a codec
         return self.codec.decode(obj)
