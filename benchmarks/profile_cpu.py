@@ -1149,11 +1149,8 @@ async def run_reconcile(args: argparse.Namespace) -> dict[str, Any]:
     out = await bench_reconcile(args.reconcile_jobs, args.repeat, profiler)
     print("reconcile (nothing to write): " + ", ".join(
         f"{k} {v['us_per_reconcile']} µs" for k, v in out.items()) + " CPU per reconcile")
-    if profiler is not None:
-        out["profile"] = profile_report(profiler, 2 * args.reconcile_jobs, args.top)
-        print_profile("no-op reconciles (pending + running)", out["profile"], "reconcile")
-        _dump(profiler, args, "reconcile")
-    return out
+    return _with_profile(out, profiler, 2 * args.reconcile_jobs, args, "reconcile",
+                         "no-op reconciles (pending + running)", "reconcile")
 
 
 async def run_webhook(args: argparse.Namespace) -> dict[str, Any]:
@@ -1161,11 +1158,8 @@ async def run_webhook(args: argparse.Namespace) -> dict[str, Any]:
     out = await bench_webhook(args.reviews, args.repeat, profiler)
     print(f"webhook: mutate {out['mutate']['us_per_review']} µs, validate "
           f"{out['validate']['us_per_review']} µs per review ({out['us_per_job']} µs per Job)")
-    if profiler is not None:
-        out["profile"] = profile_report(profiler, 2 * args.reviews, args.top)
-        print_profile("webhook (mutate + validate)", out["profile"], "review")
-        _dump(profiler, args, "webhook")
-    return out
+    return _with_profile(out, profiler, 2 * args.reviews, args, "webhook",
+                         "webhook (mutate + validate)", "review")
 
 
 async def run_watch(args: argparse.Namespace) -> dict[str, Any]:
@@ -1173,11 +1167,7 @@ async def run_watch(args: argparse.Namespace) -> dict[str, Any]:
     out = await bench_watch(args.reconcile_jobs, args.repeat, profiler)
     print(f"watch: {out['us_per_event']} µs CPU per event ({out['events']} events, "
           f"{out['bytes_per_event']} bytes each), {out['us_per_copy']} µs per cache copy")
-    if profiler is not None:
-        out["profile"] = profile_report(profiler, out["events"], args.top)
-        print_profile("watch events", out["profile"], "event")
-        _dump(profiler, args, "watch")
-    return out
+    return _with_profile(out, profiler, out["events"], args, "watch", "watch events", "event")
 
 
 async def run_http(args: argparse.Namespace) -> dict[str, Any]:
@@ -1185,10 +1175,18 @@ async def run_http(args: argparse.Namespace) -> dict[str, Any]:
     out = await bench_http(args.requests, args.repeat, profiler)
     print("http: " + ", ".join(f"{k} {v['us_per_request']} µs" for k, v in out.items())
           + " CPU per request")
+    return _with_profile(out, profiler, 3 * args.requests, args, "http",
+                         "http (get + create + patch)", "request")
+
+
+def _with_profile(out: dict[str, Any], profiler: cProfile.Profile | None, per: int,
+                  args: argparse.Namespace, scenario: str, title: str, unit: str
+                  ) -> dict[str, Any]:
+    """``out``, with the profile of ``per`` units added and printed when one was taken."""
     if profiler is not None:
-        out["profile"] = profile_report(profiler, 3 * args.requests, args.top)
-        print_profile("http (get + create + patch)", out["profile"], "request")
-        _dump(profiler, args, "http")
+        out["profile"] = profile_report(profiler, per, args.top)
+        print_profile(title, out["profile"], unit)
+        _dump(profiler, args, scenario)
     return out
 
 
