@@ -13,9 +13,14 @@ task writes them to the API server. Before anything is queued:
   before the write is sent are coalesced into one write.
 
 The queue is bounded (1000 writes, as client-go's broadcaster); when it is full, events
-are dropped and logged. Write failures are logged and retried (up to 12 attempts, 10 s
-apart, as client-go), never propagated: recording an event must not fail a reconcile.
-Recorders must be called from the event loop's thread.
+are dropped and logged. Writes go out concurrently, as client-go's broadcaster starts a
+goroutine per event: one slow round trip must not hold back the events behind it (written
+one at a time, a burst of Job creates left ``Started`` events seconds late and could fill
+the queue). At most ``max_concurrent_writes`` are in flight, so events never take more than
+that many of the client's connections, and one correlated event is never written twice at
+once. Write failures are logged and retried (up to 12 attempts, 10 s apart, as client-go),
+never propagated: recording an event must not fail a reconcile. Recorders must be called
+from the event loop's thread.
 """
 
 from __future__ import annotations
@@ -91,6 +96,9 @@ class _Series:
     last_observed: str = ""
     created: bool = False
     pending: bool = False
+    #: A write of this series is in flight; ``resend``: it changed meanwhile.
+    sending: bool = False
+    resend: bool = False
     attempts: int = 0
 
 
@@ -112,7 +120,10 @@ class EventBroadcaster:
         cache_size: int = 4096,
         max_attempts: int = 12,
         retry_seconds: float = 10.0,
+        max_concurrent_writes: int = 16,
     ) -> None:
+        if max_concurrent_writes < 1:
+            raise ValueError("max_concurrent_writes must be at least 1")
         self.client = client
         self.clock: Clock = clock or RealClock()
         self.burst = burst
@@ -126,6 +137,8 @@ class EventBroadcaster:
         self._last_nanos = 0
         self._task: asyncio.Task[None] | None = None
         self._retries: set[asyncio.Task[None]] = set()
+        self._writes: set[asyncio.Task[None]] = set()
+        self._slots = asyncio.Semaphore(max_concurrent_writes)
         #: Counts, for observability and tests.
         self.dropped_rate_limited = 0
         self.dropped_queue_full = 0
@@ -155,7 +168,7 @@ class EventBroadcaster:
         if self._task is not None and not self._task.done():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._queue.join(), grace_seconds)
-        for task in [self._task, *self._retries]:
+        for task in [self._task, *self._retries, *self._writes]:
             if task is not None and not task.done():
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -235,15 +248,34 @@ class EventBroadcaster:
     # -- sending -----------------------------------------------------------------------
 
     async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
         while True:
             series = await self._queue.get()
+            await self._slots.acquire()
+            task = loop.create_task(self._write(series))
+            self._writes.add(task)
+            task.add_done_callback(self._writes.discard)
+
+    async def _write(self, series: _Series) -> None:
+        try:
+            series.pending = False
+            if series.sending:
+                # Its write in flight took the count it had then; send again after it.
+                series.resend = True
+                return
+            series.sending = True
             try:
-                series.pending = False
                 await self._send(series)
-            except Exception:  # never let one event stop the sender
-                log.exception("unexpected error recording event")
             finally:
-                self._queue.task_done()
+                series.sending = False
+            if series.resend:
+                series.resend = False
+                self._enqueue(series)
+        except Exception:  # never let one event stop the sender
+            log.exception("unexpected error recording event")
+        finally:
+            self._slots.release()
+            self._queue.task_done()
 
     async def _send(self, series: _Series) -> None:
         series.attempts += 1

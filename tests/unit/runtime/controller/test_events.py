@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -11,7 +12,7 @@ from jobframework.runtime.clock import ManualClock, parse_time
 from jobframework.runtime.events import EVENT_GVK, EventBroadcaster, EventRecorder
 from jobframework.testing import APIServer
 
-from .helpers import settle, tick
+from .helpers import settle, tick, until
 
 POD = {"apiVersion": "v1", "kind": "Pod",
        "metadata": {"name": "p1", "namespace": "default", "uid": "u-1",
@@ -180,3 +181,74 @@ async def test_long_notes_are_truncated(server: APIServer) -> None:
     (ev,) = await events(server)
     assert len(ev["note"]) == 1024 and ev["note"].endswith("...")
 
+
+
+class GatedClient:
+    """The in-memory client, but every Event write waits for ``gate`` and is counted."""
+
+    def __init__(self, server: APIServer) -> None:
+        self.inner = server.client()
+        self.gate = asyncio.Event()
+        self.in_flight = 0
+        self.most_in_flight = 0
+        self.calls: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def _held(self, verb: str, call: Any) -> Any:
+        self.calls.append(verb)
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            await self.gate.wait()
+            return await call
+        finally:
+            self.in_flight -= 1
+
+    async def create(self, obj: Any, **kw: Any) -> Any:
+        return await self._held("create", self.inner.create(obj, **kw))
+
+    async def patch(self, *args: Any, **kw: Any) -> Any:
+        return await self._held("patch", self.inner.patch(*args, **kw))
+
+
+async def test_a_slow_write_does_not_hold_back_the_events_behind_it(server: APIServer) -> None:
+    # client-go writes each event in a goroutine of its own; written one at a time, a
+    # burst of Job creates left our Started events seconds behind the Jobs on a real cluster.
+    client = GatedClient(server)
+    async with EventBroadcaster(client, clock=server.clock,  # type: ignore[arg-type]
+                                max_concurrent_writes=3) as b:
+        rec = recorder(b)
+        for i in range(5):
+            rec.event({**POD, "metadata": {**POD["metadata"], "name": f"p{i}"}},
+                      "Normal", "Started", "started")
+        await until(lambda: client.in_flight == 3, what="three writes in flight")
+        await settle()
+        assert client.in_flight == 3, "never more than max_concurrent_writes"
+        client.gate.set()
+        await b.flush()
+    assert client.most_in_flight == 3
+    assert sorted(e["metadata"]["name"].split(".")[0] for e in await events(server)) == [
+        f"p{i}" for i in range(5)]
+
+
+async def test_a_repeat_during_its_own_write_is_sent_after_it(server: APIServer) -> None:
+    client = GatedClient(server)
+    async with EventBroadcaster(client, clock=server.clock) as b:  # type: ignore[arg-type]
+        rec = recorder(b)
+        rec.event(POD, "Warning", "Failed", "boom")
+        await until(lambda: client.in_flight == 1, what="the create in flight")
+        rec.event(POD, "Warning", "Failed", "boom")  # same series, while it is being created
+        await settle()
+        assert client.calls == ["create"], "one correlated event is not written twice at once"
+        client.gate.set()
+        await b.flush()
+    assert client.calls == ["create", "patch"]
+    (ev,) = await events(server)
+    assert ev["series"]["count"] == 2
+
+
+def test_max_concurrent_writes_must_be_positive(server: APIServer) -> None:
+    with pytest.raises(ValueError, match="max_concurrent_writes"):
+        EventBroadcaster(server.client(), max_concurrent_writes=0)
