@@ -264,8 +264,8 @@ class WebhookServer:
         handler = self._handlers.get(path)
         if handler is None:
             return web.Response(status=404, text=f"no webhook registered at {path}\n")
-        in_flight = self.metrics.requests_in_flight.labels(path)
-        in_flight.inc()
+        series = self.metrics.for_path(path)
+        series.in_flight.inc()
         start = time.perf_counter()
         status = 500
         try:
@@ -273,9 +273,9 @@ class WebhookServer:
             status = response.status
             return response
         finally:
-            in_flight.dec()
-            self.metrics.latency_seconds.labels(path).observe(time.perf_counter() - start)
-            self.metrics.requests_total.labels(path, str(status)).inc()
+            series.in_flight.dec()
+            series.latency.observe(time.perf_counter() - start)
+            series.requests_total(status).inc()
 
     async def _serve_hook(self, request: web.Request, handler: Handler) -> web.Response:
         if request.method != "POST":
@@ -295,10 +295,16 @@ class WebhookServer:
         except ValueError as exc:
             return _error(400, f"the request body is not JSON: {exc}")
         status, out = await review(handler, body)
-        return web.json_response(out, status=status)
+        return _json(out, status)
 
 
 def _error(status: int, message: str) -> web.Response:
     body = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
             "response": errored(status, message).complete(None).to_dict()}
-    return web.json_response(body, status=status)
+    return _json(body, status)
+
+
+def _json(body: Any, status: int) -> web.Response:
+    # web.json_response's headers, with orjson's encoding (wirejson.dumps).
+    return web.Response(body=wirejson.dumps(body), status=status,
+                        content_type="application/json", charset="utf-8")

@@ -93,3 +93,75 @@ def test_an_ordinary_object_takes_the_fast_path(monkeypatch: pytest.MonkeyPatch)
            "status": {"active": 4, "ready": 4, "startTime": "2026-11-26T19:33:42Z"}}
     assert wirejson.loads(json.dumps({"type": "MODIFIED", "object": job}).encode()) == {
         "type": "MODIFIED", "object": job}
+
+
+# -- dumps ---------------------------------------------------------------------------
+
+
+def stdlib_dumps(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+encodable_scalars = scalars | st.floats() | st.sampled_from([float("nan"), float("inf")])
+encodable = st.recursive(
+    encodable_scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.tuples(inner, inner)
+    | st.dictionaries(st.text(max_size=8) | st.integers(-3, 3) | st.booleans(), inner,
+                      max_size=4),
+    max_leaves=20)
+
+
+@given(encodable)
+def test_dumps_writes_the_standard_librarys_value(value: Any) -> None:
+    # The same value when both decode it (NaN compared by its tag), and NaN/Infinity
+    # written as the standard library writes them, never as null.
+    out = wirejson.dumps(value)
+    assert typed(json.loads(out)) == typed(json.loads(stdlib_dumps(value)))
+    if b"NaN" in stdlib_dumps(value) or b"Infinity" in stdlib_dumps(value):
+        assert out == stdlib_dumps(value)
+
+
+@pytest.mark.parametrize("value", [
+    {"spec": {"ratio": float("nan")}}, [float("inf")], {"x": -float("inf")},
+])
+def test_dumps_leaves_nan_and_infinities_to_the_standard_library(value: Any) -> None:
+    assert wirejson.dumps(value) == stdlib_dumps(value)
+    assert b"null" not in wirejson.dumps(value)
+
+
+def nested(depth: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("value", [
+    {"big": 2**64}, {1: "int key"}, {"s": "\ud800"}, {"deep": nested(300)},
+    {"null": None, "n": 1},
+])
+def test_dumps_falls_back_to_the_standard_library_exactly(value: Any) -> None:
+    assert wirejson.dumps(value) == stdlib_dumps(value)
+
+
+def test_dumps_refuses_what_the_standard_library_refuses() -> None:
+    import dataclasses
+    import datetime as dt
+
+    @dataclasses.dataclass
+    class D:
+        x: int = 1
+
+    for value in ({"t": dt.datetime(2026, 1, 1)}, {"d": D()}, {"s": {1, 2}}, {"o": object()}):
+        with pytest.raises(TypeError, match="not JSON serializable"):
+            json.dumps(value)
+        with pytest.raises(TypeError, match="not JSON serializable"):
+            wirejson.dumps(value)
+
+
+def test_dumps_is_orjson_for_an_ordinary_body() -> None:
+    import orjson
+    body = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "j.1", "labels": {}},
+            "note": "Créé", "series": {"count": 2}, "ok": True, "ratio": 0.5}
+    assert wirejson.dumps(body) == orjson.dumps(body)
+    assert json.loads(wirejson.dumps(body)) == body

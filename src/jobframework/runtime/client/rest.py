@@ -226,7 +226,7 @@ def _encode_body(body: Any) -> bytes:
         return body
     if isinstance(body, str):
         return body.encode()
-    return json.dumps(body, separators=(",", ":")).encode()
+    return wirejson.dumps(body)
 
 
 #: The read buffer of kubernetes-asyncio's session: a watch event can be close to etcd's
