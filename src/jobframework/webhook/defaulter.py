@@ -20,7 +20,7 @@ from typing import Any, Generic, Protocol, TypeVar, overload
 import attrs
 
 from jobframework.runtime.errors import ApiError
-from jobframework.runtime.objects import Object, deep_copy
+from jobframework.runtime.objects import Object, json_copy
 
 from .admission import (
     PATCH_TYPE_JSON_PATCH,
@@ -99,8 +99,10 @@ class DefaulterHandler(Generic[T]):
             return errored(400, "there is no content to decode")
         raw = request.object
         try:
-            obj = self._decode(deep_copy(raw))
-            round_tripped = self._encode(self._decode(deep_copy(raw)))
+            # Two copies of the review's JSON (json_copy copies JSON values exactly): one
+            # to default, one to learn what decoding alone changes.
+            obj = self._decode(json_copy(raw))
+            round_tripped = self._encode(self._decode(json_copy(raw)))
         except Exception as exc:
             return errored(400, exc)
 
