@@ -1,8 +1,8 @@
 """An ``events.k8s.io/v1`` event recorder with client-go's correlation, never raising.
 
 :class:`EventBroadcaster` owns the sending: recorders (one per reporting controller, from
-:meth:`EventBroadcaster.new_recorder`) hand events to it synchronously, and one asyncio
-task writes them to the API server. Before anything is queued:
+:meth:`EventBroadcaster.new_recorder`) hand events to it synchronously, and it writes
+them to the API server in the background. Before anything is queued:
 
 - a *spam filter* (client-go's ``EventSourceObjectSpamFilter``) keeps a token bucket per
   reporting controller + instance + regarding object: a burst of 25, refilled by one token
