@@ -100,6 +100,10 @@ class SideResult:
     #: The Kueue manager process: CPU per Job during the run, and peak RSS in MB.
     kueue_cpu_ms_per_job: float | None = None
     kueue_peak_rss_mb: float | None = None
+    #: Seconds from the job controller's unsuspend to its next Event on the Job
+    #: (``Started``), p50 and p99, over the Jobs that have both in the run.
+    event_lag_p50: float | None = None
+    event_lag_p99: float | None = None
     #: Which pair of runs (``--pairs``) this side belongs to.
     pair: int = 0
 
@@ -141,11 +145,29 @@ def _ts(value: str) -> float:
     return dt.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
 
 
-def count_requests(audit: Path, offset: int) -> tuple[Counter[tuple[str, str]], list[float]]:
-    """(controller, verb) → requests in the audit log after byte ``offset``, and the API
-    server's time (s) for each of the benchmark's Job creates (the webhooks included)."""
+@dataclasses.dataclass
+class AuditSummary:
+    """What the audit log says about one run."""
+
+    #: (controller, verb) → requests.
+    counts: Counter[tuple[str, str]]
+    #: The API server's time (s) for each of the benchmark's Job creates (webhooks included).
+    create_times: list[float]
+    #: Per Job, seconds from the job controller's unsuspend write to the first Event it
+    #: wrote about that Job afterwards (``Started``): how late its events are.
+    event_lags: list[float]
+
+
+#: The controllers whose Job writes and Events count as the job controller's.
+JOB_CONTROLLERS = ("kueue", "ours")
+
+
+def count_requests(audit: Path, offset: int) -> AuditSummary:
+    """Requests, Job create times and event lags in the audit log after byte ``offset``."""
     counts: Counter[tuple[str, str]] = Counter()
     creates: list[float] = []
+    unsuspended: dict[str, float] = {}
+    events: dict[str, list[float]] = {}
     with audit.open("rb") as f:
         f.seek(offset)
         for line in f:
@@ -158,12 +180,29 @@ def count_requests(audit: Path, offset: int) -> tuple[Counter[tuple[str, str]], 
             controller = controller_of_agent(str(ev.get("userAgent") or ""))
             verb = str(ev.get("verb") or "")
             counts[(controller, verb)] += 1
-            if controller == "benchmark" and verb == "create" and \
-                    (ev.get("objectRef") or {}).get("resource") == "jobs":
-                with contextlib.suppress(KeyError, ValueError):
+            ref = ev.get("objectRef") or {}
+            resource, name = ref.get("resource"), str(ref.get("name") or "")
+            try:
+                if controller == "benchmark" and verb == "create" and resource == "jobs":
                     creates.append(_ts(ev["stageTimestamp"])
                                    - _ts(ev["requestReceivedTimestamp"]))
-    return counts, creates
+                elif controller in JOB_CONTROLLERS and name:
+                    ok = (ev.get("responseStatus") or {}).get("code", 200) < 300
+                    if resource == "jobs" and verb in ("patch", "update") and ok \
+                            and not ref.get("subresource"):
+                        unsuspended.setdefault(name, _ts(ev["stageTimestamp"]))
+                    elif resource == "events" and verb == "create" and ok:
+                        # Events are named <regarding object>.<hex nanoseconds>.
+                        events.setdefault(name.rsplit(".", 1)[0], []).append(
+                            _ts(ev["stageTimestamp"]))
+            except (KeyError, ValueError):
+                continue
+    lags = []
+    for job, t in unsuspended.items():
+        after = [e for e in events.get(job, ()) if e >= t]
+        if after:
+            lags.append(min(after) - t)
+    return AuditSummary(counts, creates, lags)
 
 
 def audit_size(audit: Path) -> int:
@@ -335,7 +374,9 @@ async def run_side(side: str, topology: Topology, sizes: list[int], concurrency:
                         f"; Kueue {r.kueue_cpu_ms_per_job} ms "
                         f"CPU/Job, peak RSS {r.kueue_peak_rss_mb} MB"
                         + (f"; ours {r.cpu_ms_per_job} ms CPU/Job, peak RSS "
-                           f"{r.peak_rss_mb} MB" if pid else ""))
+                           f"{r.peak_rss_mb} MB" if pid else "")
+                        + f"; Started event {r.event_lag_p50}/{r.event_lag_p99}s p50/p99 "
+                          "after the unsuspend")
                     results.append(r)
                     # Gone in the background: its pods and Workloads are deleted by GC.
                     await client.delete(NAMESPACE_GVK, ns)
@@ -380,8 +421,9 @@ async def measure(side: str, client: RestClient, ns: str, n: int, concurrency: i
     with contextlib.suppress(asyncio.CancelledError, Exception):
         await follower
     await asyncio.sleep(3.0)  # the audit backend writes in batches
-    counts, create_times = count_requests(audit, offset)
-    create_times.sort()
+    audited = count_requests(audit, offset)
+    counts, create_times = audited.counts, sorted(audited.create_times)
+    lags = sorted(audited.event_lags)
     lat = sorted(seen[k] - created[k] for k in names)
     per_job: dict[str, dict[str, float]] = {}
     for (controller, verb), count in sorted(counts.items()):
@@ -398,7 +440,9 @@ async def measure(side: str, client: RestClient, ns: str, n: int, concurrency: i
         create_p99=round(create_times[int(0.99 * (len(create_times) - 1))], 4)
         if create_times else 0.0,
         kueue_cpu_ms_per_job=round((kueue1 - kueue0) * 1000 / n, 2),
-        kueue_peak_rss_mb=round(proc_peak_rss_mb(kueue), 1))
+        kueue_peak_rss_mb=round(proc_peak_rss_mb(kueue), 1),
+        event_lag_p50=round(statistics.median(lags), 3) if lags else None,
+        event_lag_p99=round(lags[int(0.99 * (len(lags) - 1))], 3) if lags else None)
 
 
 # --------------------------------------------------------------------------- memory
@@ -578,7 +622,7 @@ async def run_kinds(n: int, concurrency: int, say: Any) -> list[dict[str, Any]]:
                 seconds = time.monotonic() - t0
                 cpu = proc_cpu_seconds(pid) - cpu0
                 await asyncio.sleep(3.0)  # the audit backend writes in batches
-                counts, _ = count_requests(audit, offset)
+                counts = count_requests(audit, offset).counts
                 ours = {verb: c for (ctl, verb), c in counts.items() if ctl == "ours"}
                 writes = sum(c for verb, c in ours.items()
                              if verb in ("create", "update", "patch", "delete"))
@@ -640,6 +684,10 @@ def report(results: list[SideResult], say: Any) -> list[dict[str, Any]]:
                                      "python": p.kueue_cpu_ms_per_job},
             "kueue_peak_rss_mb": {"kueue": k.kueue_peak_rss_mb, "python": p.kueue_peak_rss_mb},
             "requests_per_job": {"kueue": k.requests_per_job, "python": p.requests_per_job},
+            # A Started event far behind its Job means deferred work (and a divergence).
+            "event_lag_seconds": {
+                "kueue": {"p50": k.event_lag_p50, "p99": k.event_lag_p99},
+                "python": {"p50": p.event_lag_p50, "p99": p.event_lag_p99}},
         }
         rows.append(row)
         say(f"\nN={n}{f' (pair {pair + 1})' if pair else ''}: throughput {k.throughput} (Go) "
@@ -649,6 +697,8 @@ def report(results: list[SideResult], say: Any) -> list[dict[str, Any]]:
         say(f"  job-controller writes per Job: Kueue {kueue_job_writes:.2f}, ours "
             f"{writes(p, 'ours'):.2f}; ours {p.cpu_ms_per_job} ms CPU per Job, "
             f"peak RSS {p.peak_rss_mb} MB")
+        say(f"  Started event after the unsuspend, p50/p99: Kueue {k.event_lag_p50}/"
+            f"{k.event_lag_p99}s, ours {p.event_lag_p50}/{p.event_lag_p99}s")
         say(f"  Kueue process: {k.kueue_cpu_ms_per_job} ms CPU per Job alone, "
             f"{p.kueue_cpu_ms_per_job} beside ours (so its Job reconciler and webhook cost "
             f"about {(k.kueue_cpu_ms_per_job or 0) - (p.kueue_cpu_ms_per_job or 0):.2f} ms); "

@@ -29,6 +29,8 @@ def test_cluster_benchmark_runs_both_sides_and_reports(tmp_path: Path) -> None:
     for side in sides.values():
         assert side["jobs"] == 5 and side["throughput"] > 0 and side["p99"] >= side["p50"] > 0
         assert side["requests_per_job"]["benchmark"]["create"] == 1.0
+        # Each side's Started events were found after its unsuspends in the audit log.
+        assert side["event_lag_p99"] >= side["event_lag_p50"] >= 0, side
     # Our manager wrote (Workloads, the unsuspend patches) and its CPU and memory were read.
     assert sides["python"]["requests_per_job"]["ours"]["create"] >= 1.0
     assert sides["python"]["cpu_ms_per_job"] > 0 and sides["python"]["peak_rss_mb"] > 0

@@ -59,3 +59,40 @@ def test_one_pair_has_no_summary() -> None:
     rows = bench.report([side("kueue", 0, 25.0, 16.0, None),
                          side("python", 0, 20.0, 20.0, 10.0)], lambda line: None)
     assert bench.summary(rows, lambda line: None) == []
+
+
+def _audit_line(agent: str, verb: str, resource: str, name: str, at: float,
+                code: int = 200, subresource: str | None = None) -> str:
+    import datetime as dt
+    import json
+
+    stamp = dt.datetime.fromtimestamp(at, dt.UTC).isoformat().replace("+00:00", "Z")
+    ref = {"resource": resource, "name": name}
+    if subresource:
+        ref["subresource"] = subresource
+    return json.dumps({"stage": "ResponseComplete", "userAgent": agent, "verb": verb,
+                       "objectRef": ref, "responseStatus": {"code": code},
+                       "requestReceivedTimestamp": stamp, "stageTimestamp": stamp})
+
+
+def test_audit_summary_measures_how_late_the_started_event_is(tmp_path: Path) -> None:
+    ours = f"{bench.OUR_AGENT}/v0.1"
+    lines = [
+        _audit_line(ours, "create", "events", "j1.a", 100.0),          # CreatedWorkload
+        _audit_line("kube-controller-manager/v1.36", "update", "jobs", "j1", 100.5,
+                    subresource="status"),                             # not the unsuspend
+        _audit_line(ours, "patch", "jobs", "j1", 101.0),               # unsuspend
+        _audit_line(ours, "patch", "jobs", "j1", 150.0),               # a later write
+        _audit_line(ours, "create", "events", "j1.b", 105.0),          # Started, 4 s late
+        _audit_line(ours, "patch", "jobs", "j2", 102.0),
+        _audit_line(ours, "create", "events", "j2.x", 102.0, code=403),  # refused
+        _audit_line(ours, "create", "events", "j2.y", 102.25),
+        _audit_line("kueue/v0.19.2", "patch", "jobs", "j3", 103.0),    # Kueue's own side
+        _audit_line("kueue/v0.19.2", "create", "events", "j3.c", 103.5),
+        _audit_line(ours, "patch", "jobs", "j4", 104.0),               # no event yet
+    ]
+    audit = tmp_path / "audit.log"
+    audit.write_text("\n".join(lines) + "\n")
+    out = bench.count_requests(audit, 0)
+    assert sorted(out.event_lags) == [0.25, 0.5, 4.0]
+    assert out.counts[("ours", "create")] == 4 and out.counts[("ours", "patch")] == 4
