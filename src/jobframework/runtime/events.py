@@ -210,6 +210,9 @@ class EventBroadcaster:
     def _enqueue(self, series: _Series) -> None:
         if series.pending:
             return  # the queued write will carry the latest count
+        if series.sending:
+            series.resend = True  # the write in flight took the count it had then
+            return
         try:
             self._queue.put_nowait(series)
         except asyncio.QueueFull:
@@ -259,10 +262,6 @@ class EventBroadcaster:
     async def _write(self, series: _Series) -> None:
         try:
             series.pending = False
-            if series.sending:
-                # Its write in flight took the count it had then; send again after it.
-                series.resend = True
-                return
             series.sending = True
             try:
                 await self._send(series)
