@@ -23,6 +23,7 @@ from jobframework.runtime.client.rest import (
     RestClient,
     Timeouts,
     TokenBucket,
+    _ReadDeadline,
     error_from_response,
     resource_path,
 )
@@ -425,6 +426,93 @@ async def test_watch_inactivity_timeout_ends_a_silent_stream(fake_api: FakeAPI) 
         events = [e async for e in client.watch(POD)]
         assert [e.type for e in events] == ["ADDED"]
         assert loop.time() - start < 2.0
+
+
+async def test_watch_inactivity_counts_each_read_not_the_stream(fake_api: FakeAPI) -> None:
+    # Events 0.1 s apart for 0.8 s with a 0.3 s inactivity bound: no read waits 0.3 s, so
+    # the stream runs to its end (a deadline from the stream's start would cut it).
+    async def trickle(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await resp.prepare(request)
+        for i in range(8):
+            await resp.write(_ev("ADDED", pod(f"p{i}")))
+            await asyncio.sleep(0.1)
+        return resp
+
+    fake_api.handler = trickle
+    async with RestClient.from_url(fake_api.url,
+                                   timeouts=Timeouts(watch_inactivity=0.3)) as client:
+        events = [e async for e in client.watch(POD)]
+    assert [e.object["metadata"]["name"] for e in events] == [f"p{i}" for i in range(8)]
+
+
+async def test_watch_inactivity_does_not_count_the_consumers_time(fake_api: FakeAPI) -> None:
+    # The consumer takes longer than the bound between reads while the data is already
+    # there: only time spent waiting for data counts, as with a timeout around each read.
+    async def spaced(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await resp.prepare(request)
+        for i in range(3):  # one chunk each
+            await resp.write(_ev("ADDED", pod(f"p{i}")))
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(5.0)  # the stream stays open
+        return resp
+
+    fake_api.handler = spaced
+    async with RestClient.from_url(fake_api.url,
+                                   timeouts=Timeouts(watch_inactivity=0.1)) as client:
+        names = []
+        async with contextlib.aclosing(client.watch(POD)) as stream:
+            async for e in stream:
+                names.append(e.object["metadata"]["name"])
+                if len(names) == 3:
+                    break
+                await asyncio.sleep(0.25)
+    assert names == ["p0", "p1", "p2"]
+
+
+async def test_watch_inactivity_after_data_closes_with_a_warning(
+    fake_api: FakeAPI, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def then_silent(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await resp.prepare(request)
+        for i in range(3):
+            await resp.write(_ev("ADDED", pod(f"p{i}")))
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(5.0)
+        return resp
+
+    fake_api.handler = then_silent
+    loop = asyncio.get_running_loop()
+    async with RestClient.from_url(fake_api.url,
+                                   timeouts=Timeouts(watch_inactivity=0.2)) as client:
+        start = loop.time()
+        events = [e async for e in client.watch(POD)]
+        elapsed = loop.time() - start
+    assert [e.object["metadata"]["name"] for e in events] == ["p0", "p1", "p2"]
+    assert 0.3 <= elapsed < 2.0
+    assert any("no data for 0.2s" in r.getMessage() for r in caplog.records)
+    assert not any("stream broken" in r.getMessage() for r in caplog.records)
+
+
+async def test_watch_inactivity_timer_is_cancelled_when_the_stream_ends(
+    fake_api: FakeAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[_ReadDeadline] = []
+    init = _ReadDeadline.__init__
+
+    def record(self: _ReadDeadline, *args: Any) -> None:
+        init(self, *args)
+        made.append(self)
+
+    monkeypatch.setattr(_ReadDeadline, "__init__", record)
+    fake_api.handler = _stream_handler([_ev("ADDED", pod("a"))])
+    async with RestClient.from_url(fake_api.url,
+                                   timeouts=Timeouts(watch_inactivity=60.0)) as client:
+        assert [e.type async for e in client.watch(POD)] == ["ADDED"]
+    assert len(made) == 1
+    assert made[0]._handle.cancelled() and not made[0].expired
 
 
 async def test_watch_closed_early_releases_connection(

@@ -267,6 +267,44 @@ def _ensure_type_meta(obj: Object, gvk: GVK) -> Object:
     return obj
 
 
+class _ReadDeadline:
+    """Closes a watch response once one read has waited ``seconds`` for data.
+
+    What ``asyncio.timeout`` around each read does, with one timer per stream that is
+    re-armed only when it fires: a busy stream's reads then cost no timer operations (a
+    timeout context per read was 1.5 % of the manager's CPU on the real control plane).
+    """
+
+    def __init__(self, resp: aiohttp.ClientResponse, seconds: float,
+                 loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        #: When the read in progress started waiting (None between reads).
+        self.waiting_since: float | None = None
+        #: Set when the deadline closed the response.
+        self.expired = False
+        self._resp = resp
+        self._seconds = seconds
+        self._when = loop.time() + seconds
+        self._handle = loop.call_at(self._when, self._fire)
+
+    def _fire(self) -> None:
+        if self._resp.closed:
+            return
+        since = self.waiting_since
+        # Expired if the read in progress began no later than this timer's arming allows,
+        # so a timer that fires early (within the loop's clock resolution, as asyncio's
+        # own timeouts may) still counts, and a read begun since does not.
+        if since is not None and since + self._seconds <= self._when:
+            self.expired = True
+            self._resp.close()
+            return
+        self._when = (since if since is not None else self.loop.time()) + self._seconds
+        self._handle = self.loop.call_at(self._when, self._fire)
+
+    def cancel(self) -> None:
+        self._handle.cancel()
+
+
 class RestClient:
     """A :class:`~jobframework.runtime.client.Client` for a real API server.
 
@@ -645,28 +683,42 @@ class RestClient:
         # Split on newlines ourselves: StreamReader.readline() caps line length, and one watch
         # event can hold an object close to etcd's 1.5 MiB limit.
         inactivity = self._timeouts.watch_inactivity
+        deadline = (None if inactivity is None
+                    else _ReadDeadline(resp, inactivity, asyncio.get_running_loop()))
         buf = bytearray()
-        while True:
-            try:
-                async with asyncio.timeout(inactivity):
+        try:
+            while True:
+                if deadline is not None:
+                    deadline.waiting_since = deadline.loop.time()
+                try:
                     chunk = await resp.content.readany()
-            except TimeoutError:
-                log.warning("watch %s: no data for %ss, closing the stream", resp.url, inactivity)
-                return
-            except (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError) as exc:
-                # A broken stream ends like a closed one: the caller re-watches from its last RV.
-                log.info("watch %s: stream broken: %s", resp.url, exc)
-                return
-            if not chunk:
-                if buf.strip():
-                    yield bytes(buf)
-                return
-            buf.extend(chunk)
-            while (i := buf.find(b"\n")) >= 0:
-                line = bytes(buf[:i])
-                del buf[: i + 1]
-                if line.strip():
-                    yield line
+                except (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError) as exc:
+                    if deadline is not None and deadline.expired:
+                        chunk = b""
+                    else:
+                        # A broken stream ends like a closed one: the caller re-watches
+                        # from its last RV.
+                        log.info("watch %s: stream broken: %s", resp.url, exc)
+                        return
+                if deadline is not None:
+                    if deadline.expired:
+                        log.warning("watch %s: no data for %ss, closing the stream",
+                                    resp.url, inactivity)
+                        return
+                    deadline.waiting_since = None
+                if not chunk:
+                    if buf.strip():
+                        yield bytes(buf)
+                    return
+                buf.extend(chunk)
+                while (i := buf.find(b"\n")) >= 0:
+                    line = bytes(buf[:i])
+                    del buf[: i + 1]
+                    if line.strip():
+                        yield line
+        finally:
+            if deadline is not None:
+                deadline.cancel()
 
     @staticmethod
     def _decode_event(line: bytes) -> WatchEvent | None:
