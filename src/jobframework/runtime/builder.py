@@ -77,6 +77,7 @@ class ControllerBuilder:
         self._rate_limiter: RateLimiter[Request] | None = None
         self._need_leader_election: bool | None = None
         self._cache_sync_timeout: float | None = None
+        self._own_writes_timeout: float | None = None
 
     def named(self, name: str) -> ControllerBuilder:
         """The controller's name (default: the ``for_`` kind, lower-cased)."""
@@ -125,11 +126,14 @@ class ControllerBuilder:
         rate_limiter: RateLimiter[Request] | None = None,
         need_leader_election: bool | None = None,
         cache_sync_timeout: float | None = None,
+        own_writes_timeout: float | None = None,
     ) -> ControllerBuilder:
         """Controller options (see :class:`~jobframework.runtime.controller.Controller`).
 
         Without ``max_concurrent_reconciles`` the manager's ``group_kind_concurrency`` for
         the ``for_`` kind applies (1 when it has none), as in controller-runtime.
+        ``own_writes_timeout=0`` reconciles a key again without waiting for the cache to see
+        the writes of its last reconcile.
         """
         if max_concurrent_reconciles is not None:
             self._max_concurrent_reconciles = max_concurrent_reconciles
@@ -139,6 +143,8 @@ class ControllerBuilder:
             self._need_leader_election = need_leader_election
         if cache_sync_timeout is not None:
             self._cache_sync_timeout = cache_sync_timeout
+        if own_writes_timeout is not None:
+            self._own_writes_timeout = own_writes_timeout
         return self
 
     def build(self, reconciler: Reconciler) -> Controller:
@@ -167,6 +173,8 @@ class ControllerBuilder:
                                 else mgr.cache_sync_timeout),
             need_leader_election=(self._need_leader_election
                                   if self._need_leader_election is not None else True),
+            **({} if self._own_writes_timeout is None
+               else {"own_writes_timeout": self._own_writes_timeout}),
         )
         cache = mgr.get_cache()
         watches = [self._for] if self._for else []

@@ -27,6 +27,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from . import ownwrites
 from .client.interface import RESTMapper
 from .clock import Clock, RealClock
 from .handler import RESTMapperAware
@@ -57,6 +58,10 @@ class Controller:
         rest_mapper: given to handlers that need it (owner scope lookups).
         cache_sync_timeout: real seconds to wait for sources to sync before failing.
         need_leader_election: whether the manager runs it only while leading.
+        own_writes_timeout: after a reconcile that wrote to kinds the manager caches, its
+            key stays in processing until the cache has seen those writes, for at most
+            this many real seconds (see :mod:`~jobframework.runtime.ownwrites`); ``None``
+            or 0 reconciles it again at once, as controller-runtime does.
     """
 
     def __init__(
@@ -71,6 +76,7 @@ class Controller:
         rest_mapper: RESTMapper | None = None,
         cache_sync_timeout: float = 120.0,
         need_leader_election: bool = True,
+        own_writes_timeout: float | None = 2.0,
     ) -> None:
         if not name:
             raise ValueError("a controller needs a name")
@@ -84,6 +90,9 @@ class Controller:
         self.rest_mapper = rest_mapper
         self.cache_sync_timeout = cache_sync_timeout
         self._need_leader_election = need_leader_election
+        self.own_writes_timeout = own_writes_timeout
+        # Keys held until the cache has their reconcile's writes (see _worker).
+        self._holds: set[asyncio.Task[None]] = set()
         self.queue: RateLimitingQueue[Request] = RateLimitingQueue(
             rate_limiter, name=name, clock=self.clock,
             metrics_provider=self.metrics.workqueue_provider(),
@@ -176,6 +185,8 @@ class Controller:
     async def _shutdown(self, workers: Sequence[asyncio.Task[None]]) -> None:
         self._stopping = True
         self.queue.shutdown()
+        for hold in list(self._holds):
+            hold.cancel()
         pending = [w for w in workers if not w.done()]
         if not pending:
             return
@@ -191,17 +202,39 @@ class Controller:
             raise
 
     async def _worker(self) -> None:
+        hold_for = self.own_writes_timeout
         while True:
             try:
                 request = await self.queue.get()
             except QueueShutDown:
                 return
+            held = False
             try:
                 if self._stopping:
                     continue
-                await self.reconcile_handler(request)
+                with ownwrites.collecting() as written:
+                    await self.reconcile_handler(request)
+                if written and hold_for and not self._stopping:
+                    task = asyncio.get_running_loop().create_task(
+                        self._hold_until_seen(request, written, hold_for))
+                    self._holds.add(task)
+                    task.add_done_callback(self._holds.discard)
+                    held = True
             finally:
-                self.queue.done(request)
+                if not held:
+                    self.queue.done(request)
+
+    async def _hold_until_seen(
+        self, request: Request, written: list[asyncio.Future[None]], seconds: float
+    ) -> None:
+        # The key stays in processing meanwhile: an event for it marks it dirty, and done()
+        # requeues it, now reading a cache that has this reconcile's writes.
+        try:
+            await asyncio.wait(written, timeout=seconds)
+        finally:
+            for future in written:
+                future.cancel()  # a write the cache did not see in time: stop waiting on it
+            self.queue.done(request)
 
     def _child(self, metric: Any, *labels: str) -> Any:
         # ``metric.labels(...)``, looked up once per series: a few labels() calls on every

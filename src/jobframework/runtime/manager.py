@@ -34,6 +34,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from . import ownwrites
 from .cache import Cache
 from .client.interface import (
     Client,
@@ -116,6 +117,14 @@ class CachedClient:
         """The API client's mapper."""
         return self.api.rest_mapper
 
+    def _note(self, gvk: GVK, written: Object) -> None:
+        # Inside a controller's reconcile, the key is held until the cache has this write
+        # (see :mod:`~jobframework.runtime.ownwrites`).
+        if ownwrites.collecting_now() and gvk not in self.uncached:
+            future = self.cache.observed(gvk, written)
+            if future is not None:
+                ownwrites.note(future)
+
     async def get(self, gvk: GVK, name: str, *, namespace: str | None = None) -> Object:
         """From the cache (or the API server for uncached kinds)."""
         if gvk in self.uncached:
@@ -173,7 +182,10 @@ class CachedClient:
         self, obj: Object, *, field_manager: str | None = None, dry_run: bool = False
     ) -> Object:
         """Delegates to the API client."""
-        return await self.api.create(obj, field_manager=field_manager, dry_run=dry_run)
+        out = await self.api.create(obj, field_manager=field_manager, dry_run=dry_run)
+        if not dry_run:
+            self._note(GVK.of(out), out)
+        return out
 
     async def update(
         self,
@@ -184,12 +196,17 @@ class CachedClient:
         dry_run: bool = False,
     ) -> Object:
         """Delegates to the API client."""
-        return await self.api.update(obj, subresource=subresource, field_manager=field_manager,
-                                     dry_run=dry_run)
+        out = await self.api.update(obj, subresource=subresource, field_manager=field_manager,
+                                    dry_run=dry_run)
+        if not dry_run:
+            self._note(GVK.of(out), out)
+        return out
 
     async def update_status(self, obj: Object, *, field_manager: str | None = None) -> Object:
         """Delegates to the API client."""
-        return await self.api.update_status(obj, field_manager=field_manager)
+        out = await self.api.update_status(obj, field_manager=field_manager)
+        self._note(GVK.of(out), out)
+        return out
 
     async def patch(
         self,
@@ -205,9 +222,12 @@ class CachedClient:
         dry_run: bool = False,
     ) -> Object:
         """Delegates to the API client."""
-        return await self.api.patch(gvk, name, patch, namespace=namespace,
-                                    patch_type=patch_type, subresource=subresource,
-                                    field_manager=field_manager, force=force, dry_run=dry_run)
+        out = await self.api.patch(gvk, name, patch, namespace=namespace,
+                                   patch_type=patch_type, subresource=subresource,
+                                   field_manager=field_manager, force=force, dry_run=dry_run)
+        if not dry_run:
+            self._note(gvk, out)
+        return out
 
     async def apply(
         self,
@@ -218,8 +238,10 @@ class CachedClient:
         subresource: str | None = None,
     ) -> Object:
         """Delegates to the API client."""
-        return await self.api.apply(obj, field_manager=field_manager, force=force,
-                                    subresource=subresource)
+        out = await self.api.apply(obj, field_manager=field_manager, force=force,
+                                   subresource=subresource)
+        self._note(GVK.of(out), out)
+        return out
 
     async def delete(
         self,

@@ -29,11 +29,11 @@ import attrs
 from .. import errors
 from ..client.interface import Client, FieldSel, ObjectList, RESTMapping, Selector
 from ..clock import Clock, RealClock
-from ..objects import GVK, Object, ObjectKey, labels_of, namespace_of
+from ..objects import GVK, Object, ObjectKey, labels_of, namespace_of, resource_version_of
 from ..selectors import FieldSelector, LabelSelector
 from ._informer import HandlerRegistration, OnAdd, OnDelete, OnUpdate, SharedInformer
 from ._informer import TransformFunc as TransformFunc
-from ._store import NAMESPACE_INDEX, Indexer, IndexFunc
+from ._store import NAMESPACE_INDEX, Indexer, IndexFunc, object_key
 
 log = logging.getLogger(__name__)
 
@@ -249,6 +249,19 @@ class Cache:
         """The informer for ``gvk`` if it exists already (never creates one)."""
         entry = self._entries.get(gvk)
         return entry.public if entry is not None else None
+
+    def observed(self, gvk: GVK, obj: Mapping[str, Any]) -> asyncio.Future[None] | None:
+        """A future done once the cache holds ``obj`` (a write's answer) at its
+        resourceVersion or later; None if it does, or if nothing caches ``gvk`` there
+        (see :meth:`SharedInformer.observed`). Never starts an informer."""
+        entry = self._entries.get(gvk)
+        if entry is None:
+            return None
+        ns = namespace_of(obj) if entry.mapping.namespaced else None
+        informer = entry.informers.get(None) or (entry.informers.get(ns) if ns else None)
+        if informer is None:
+            return None
+        return informer.observed(object_key(obj), resource_version_of(obj))
 
     # -- lifecycle -------------------------------------------------------------------
 

@@ -134,6 +134,14 @@ def compose_transforms(*transforms: TransformFunc) -> TransformFunc:
     return apply
 
 
+def _rv_reached(stored: str, wanted: str) -> bool:
+    if stored == wanted:
+        return True
+    if stored.isascii() and wanted.isascii() and stored.isdigit() and wanted.isdigit():
+        return int(stored) >= int(wanted)
+    return False
+
+
 class HandlerRegistration:
     """A handle on handlers added with :meth:`SharedInformer.add_event_handler`."""
 
@@ -216,6 +224,10 @@ class SharedInformer:
         self._synced = asyncio.Event()
         self._stopped = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        # Selectors the API server filters by: a written object may never reach the store.
+        self._filtered = label_selector is not None or field_selector is not None
+        #: key -> (resourceVersion, future) for :meth:`observed`.
+        self._rv_waiters: dict[str, list[tuple[str, asyncio.Future[None]]]] = {}
 
     def __repr__(self) -> str:
         where = f" in {self.namespace}" if self.namespace else ""
@@ -317,7 +329,55 @@ class SharedInformer:
         finally:
             if resync is not None:
                 resync.cancel()
+            self._release_all()  # nobody is to wait on a stopped informer
             self._stopped.set()
+
+    # -- read your writes -------------------------------------------------------------
+
+    def observed(self, key: str, resource_version: str) -> asyncio.Future[None] | None:
+        """A future done once the store holds ``key`` at ``resource_version`` or later (or
+        has seen it deleted, or relisted); None if it does already, or if this informer's
+        selectors may keep the object out of the store.
+
+        Resource versions are compared as integers when both are (etcd's revisions, as
+        client-go's mutation cache compares them), else only for equality. A caller that
+        stops waiting cancels the future.
+        """
+        if self._filtered or not resource_version:
+            return None
+        stored = self.indexer.get_by_key(key)
+        if stored is not None and _rv_reached(resource_version_of(stored), resource_version):
+            return None
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        waiting = self._rv_waiters.setdefault(key, [])
+        waiting[:] = [w for w in waiting if not w[1].done()]
+        waiting.append((resource_version, future))
+        return future
+
+    def _release(self, key: str, stored_rv: str | None) -> None:
+        # stored_rv None: the key was deleted; every waiter on it is done.
+        waiting = self._rv_waiters.get(key)
+        if not waiting:
+            return
+        left = []
+        for rv, future in waiting:
+            if future.done():
+                continue
+            if stored_rv is None or _rv_reached(stored_rv, rv):
+                future.set_result(None)
+            else:
+                left.append((rv, future))
+        if left:
+            self._rv_waiters[key] = left
+        else:
+            del self._rv_waiters[key]
+
+    def _release_all(self) -> None:
+        waiters, self._rv_waiters = self._rv_waiters, {}
+        for waiting in waiters.values():
+            for _, future in waiting:
+                if not future.done():
+                    future.set_result(None)
 
     # -- the reflector's store interface --------------------------------------------
 
@@ -348,6 +408,9 @@ class SharedInformer:
             self._synced.set()
             for reg in self._handlers:
                 reg._synced = True
+        if self._rv_waiters:
+            # A fresh list is at least as new as any write that was answered before it.
+            self._release_all()
 
     def apply(self, event: WatchEvent) -> None:
         """Store one watch event and notify the handlers."""
@@ -370,6 +433,8 @@ class SharedInformer:
             self._notify_add(obj)
         else:
             self._notify_update(old, obj)
+        if self._rv_waiters:
+            self._release(key, None if event.type == "DELETED" else resource_version_of(obj))
 
     # -- internals -------------------------------------------------------------------
 
