@@ -114,7 +114,7 @@ async def test_the_next_pass_waits_for_the_cache_to_see_the_create() -> None:
 
 async def test_without_the_hold_the_next_pass_creates_again() -> None:
     # What the hold prevents: the same scenario with it off races the watch and loses.
-    async with started(own_writes_timeout=0) as (server, api, rec):
+    async with started(own_writes_timeout=0) as (server, _api, rec):
         await server.client().create(parent("p"))
         await until(lambda: rec.calls == 2, turns=2000, what="the second pass")
         await settle(100)
@@ -122,7 +122,7 @@ async def test_without_the_hold_the_next_pass_creates_again() -> None:
 
 
 async def test_a_write_the_cache_never_sees_releases_the_key_after_the_timeout() -> None:
-    async with started(own_writes_timeout=0.2) as (server, api, rec):
+    async with started(own_writes_timeout=0.2) as (server, _api, rec):
         loop = asyncio.get_running_loop()
         await server.client().create(parent("p"))
         await until(lambda: rec.creates == 1, turns=2000, what="the first create")
