@@ -598,3 +598,33 @@ async def test_read_timeout_bounds_a_silent_non_watch_response(fake_api: FakeAPI
     async with RestClient.from_url(fake_api.url, timeouts=Timeouts(read=0.05)) as client:
         with pytest.raises(TimeoutError):
             await client.request_json("GET", "/api/v1/namespaces/default/pods/p")
+
+
+async def test_request_bytes_returns_the_body_as_received(
+    fake_api: FakeAPI, client: RestClient
+) -> None:
+    metrics = b'# TYPE x counter\nx{a="b"} 3\n'
+
+    async def text(request: web.Request) -> web.StreamResponse:
+        return web.Response(body=metrics, content_type="text/plain")
+
+    fake_api.handler = text
+    assert await client.request_bytes("GET", "/metrics") == metrics
+    (call,) = fake_api.calls()
+    assert call.path == "/metrics" and call.headers["Accept"] == "*/*"
+
+
+async def test_request_bytes_sends_bytes_as_given_and_raises_typed_errors(
+    fake_api: FakeAPI, client: RestClient
+) -> None:
+    fake_api.reply({"kind": "Status", "code": 404, "reason": "NotFound", "message": "gone"},
+                   404)
+    with pytest.raises(errors.NotFound, match="gone"):
+        await client.request_bytes("POST", "/x", body=b"raw \xff", content_type="text/plain")
+    (call,) = fake_api.calls()
+    assert call.body == b"raw \xff" and call.headers["Content-Type"] == "text/plain"
+    # request_json still sends its body as JSON.
+    fake_api.reply({"ok": True})
+    assert await client.request_json("POST", "/y", body={"a": 1}) == {"ok": True}
+    assert fake_api.calls()[-1].body == b'{"a":1}'
+    assert fake_api.calls()[-1].headers["Content-Type"] == "application/json"

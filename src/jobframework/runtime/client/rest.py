@@ -575,13 +575,38 @@ class RestClient:
         data = None if body is None else _encode_body(body)
         if data is not None and content_type is None:
             content_type = _JSON
+        raw = await self.request_bytes(method, path, query=query, body=data,
+                                       content_type=content_type, accept=accept)
+        return wirejson.loads(raw) if raw else None
+
+    async def request_bytes(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: list[tuple[str, str]] | None = None,
+        body: Any = None,
+        content_type: str | None = None,
+        accept: str = "*/*",
+    ) -> bytes:
+        """:meth:`request_json` for endpoints that do not answer JSON (``/metrics``, a
+        pod's ``log``): the body as received (``kubectl get --raw``). ``body`` is sent as
+        JSON unless it is ``bytes``."""
+        if body is None:
+            data = None
+        elif isinstance(body, bytes):
+            data = body
+        else:
+            data = _encode_body(body)
+            if content_type is None:
+                content_type = _JSON
         resp = await self._send(method, path, query=query, body=data,
                                 content_type=content_type, accept=accept)
         async with resp:
             raw = await resp.read()
             if resp.status >= 400:
                 raise error_from_response(resp.status, raw)
-        return wirejson.loads(raw) if raw else None
+        return raw
 
     async def _mapping(self, gvk: GVK) -> RESTMapping:
         return await self._mapper.rest_mapping(gvk)
