@@ -32,6 +32,7 @@ import datetime as dt
 import json
 import os
 import platform
+import re
 import shutil
 import signal
 import statistics
@@ -106,6 +107,9 @@ class SideResult:
     event_lag_p99: float | None = None
     #: Which pair of runs (``--pairs``) this side belongs to.
     pair: int = 0
+    #: The API server's mean time (ms) in the batch Job webhooks per call during the run,
+    #: by ``"<type> <operation>"`` (``admit CREATE``, ``validating CREATE``, ...).
+    job_webhook_ms: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 def namespace_for(n: int) -> str:
@@ -203,6 +207,51 @@ def count_requests(audit: Path, offset: int) -> AuditSummary:
         if after:
             lags.append(min(after) - t)
     return AuditSummary(counts, creates, lags)
+
+
+#: kube-apiserver's histogram of the time each admission webhook took.
+WEBHOOK_METRIC = "apiserver_admission_webhook_admission_duration_seconds_"
+_LABEL = re.compile(r'(\w+)="([^"]*)"')
+
+
+def job_webhook_totals(metrics: str) -> dict[str, tuple[float, float]]:
+    """(seconds, calls) so far in the batch Job webhooks (Kueue's ``mjob.kb.io`` /
+    ``vjob.kb.io``, ours ``mjob.batch...`` / ``vjob.batch...``), by type and operation,
+    from kube-apiserver's ``/metrics`` text."""
+    out: dict[str, tuple[float, float]] = {}
+    for line in metrics.splitlines():
+        if not line.startswith(WEBHOOK_METRIC):
+            continue
+        series, _, value = line.rpartition(" ")
+        part, _, labels_text = series[len(WEBHOOK_METRIC):].partition("{")
+        if part not in ("sum", "count"):
+            continue
+        labels = dict(_LABEL.findall(labels_text))
+        if not labels.get("name", "").startswith(("mjob.", "vjob.")):
+            continue
+        key = f"{labels.get('type')} {labels.get('operation')}"
+        seconds, calls = out.get(key, (0.0, 0.0))
+        if part == "sum":
+            seconds += float(value)
+        else:
+            calls += float(value)
+        out[key] = (seconds, calls)
+    return out
+
+
+def mean_ms(before: dict[str, tuple[float, float]],
+            after: dict[str, tuple[float, float]]) -> dict[str, float]:
+    """Mean milliseconds per call between two :func:`job_webhook_totals`."""
+    out = {}
+    for key, (seconds, calls) in sorted(after.items()):
+        s0, c0 = before.get(key, (0.0, 0.0))
+        if calls > c0:
+            out[key] = round((seconds - s0) * 1000 / (calls - c0), 2)
+    return out
+
+
+async def api_metrics(client: RestClient) -> str:
+    return (await client.request_bytes("GET", "/metrics")).decode()
 
 
 def audit_size(audit: Path) -> int:
@@ -376,7 +425,8 @@ async def run_side(side: str, topology: Topology, sizes: list[int], concurrency:
                         + (f"; ours {r.cpu_ms_per_job} ms CPU/Job, peak RSS "
                            f"{r.peak_rss_mb} MB" if pid else "")
                         + f"; Started event {r.event_lag_p50}/{r.event_lag_p99}s p50/p99 "
-                          "after the unsuspend")
+                          "after the unsuspend; Job webhooks " + (", ".join(
+                              f"{k} {v} ms" for k, v in r.job_webhook_ms.items()) or "-"))
                     results.append(r)
                     # Gone in the background: its pods and Workloads are deleted by GC.
                     await client.delete(NAMESPACE_GVK, ns)
@@ -395,6 +445,7 @@ async def measure(side: str, client: RestClient, ns: str, n: int, concurrency: i
     follower = asyncio.create_task(follow_unsuspends(client, ns, seen, stop))
     await asyncio.sleep(1.0)
     offset = audit_size(audit)
+    hooks0 = job_webhook_totals(await api_metrics(client))
     cpu0 = proc_cpu_seconds(pid) if pid else 0.0
     kueue0 = proc_cpu_seconds(kueue)
     sem = asyncio.Semaphore(concurrency)
@@ -416,6 +467,7 @@ async def measure(side: str, client: RestClient, ns: str, n: int, concurrency: i
     t_end = max(seen[k] for k in names)
     cpu1 = proc_cpu_seconds(pid) if pid else 0.0
     kueue1 = proc_cpu_seconds(kueue)
+    hooks1 = job_webhook_totals(await api_metrics(client))
     stop.set()
     follower.cancel()
     with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -442,7 +494,8 @@ async def measure(side: str, client: RestClient, ns: str, n: int, concurrency: i
         kueue_cpu_ms_per_job=round((kueue1 - kueue0) * 1000 / n, 2),
         kueue_peak_rss_mb=round(proc_peak_rss_mb(kueue), 1),
         event_lag_p50=round(statistics.median(lags), 3) if lags else None,
-        event_lag_p99=round(lags[int(0.99 * (len(lags) - 1))], 3) if lags else None)
+        event_lag_p99=round(lags[int(0.99 * (len(lags) - 1))], 3) if lags else None,
+        job_webhook_ms=mean_ms(hooks0, hooks1))
 
 
 # --------------------------------------------------------------------------- memory
@@ -688,6 +741,8 @@ def report(results: list[SideResult], say: Any) -> list[dict[str, Any]]:
             "event_lag_seconds": {
                 "kueue": {"p50": k.event_lag_p50, "p99": k.event_lag_p99},
                 "python": {"p50": p.event_lag_p50, "p99": p.event_lag_p99}},
+            # The API server's mean time per call in each side's Job webhooks.
+            "job_webhook_ms": {"kueue": k.job_webhook_ms, "python": p.job_webhook_ms},
         }
         rows.append(row)
         say(f"\nN={n}{f' (pair {pair + 1})' if pair else ''}: throughput {k.throughput} (Go) "
@@ -699,6 +754,10 @@ def report(results: list[SideResult], say: Any) -> list[dict[str, Any]]:
             f"peak RSS {p.peak_rss_mb} MB")
         say(f"  Started event after the unsuspend, p50/p99: Kueue {k.event_lag_p50}/"
             f"{k.event_lag_p99}s, ours {p.event_lag_p50}/{p.event_lag_p99}s")
+        say("  Job webhooks as the API server times them, mean ms per call: " + "; ".join(
+            f"{key} {k.job_webhook_ms.get(key, '-')} (Kueue) vs "
+            f"{p.job_webhook_ms.get(key, '-')} (ours)"
+            for key in sorted({*k.job_webhook_ms, *p.job_webhook_ms})))
         say(f"  Kueue process: {k.kueue_cpu_ms_per_job} ms CPU per Job alone, "
             f"{p.kueue_cpu_ms_per_job} beside ours (so its Job reconciler and webhook cost "
             f"about {(k.kueue_cpu_ms_per_job or 0) - (p.kueue_cpu_ms_per_job or 0):.2f} ms); "

@@ -31,6 +31,11 @@ def test_cluster_benchmark_runs_both_sides_and_reports(tmp_path: Path) -> None:
         assert side["requests_per_job"]["benchmark"]["create"] == 1.0
         # Each side's Started events were found after its unsuspends in the audit log.
         assert side["event_lag_p99"] >= side["event_lag_p50"] >= 0, side
+        # The API server timed each side's Job webhooks: the mutating and validating
+        # calls of the creates and the validating call of each unsuspend.
+        assert set(side["job_webhook_ms"]) >= {"admit CREATE", "validating CREATE",
+                                               "validating UPDATE"}, side
+        assert all(ms > 0 for ms in side["job_webhook_ms"].values()), side
     # Our manager wrote (Workloads, the unsuspend patches) and its CPU and memory were read.
     assert sides["python"]["requests_per_job"]["ours"]["create"] >= 1.0
     assert sides["python"]["cpu_ms_per_job"] > 0 and sides["python"]["peak_rss_mb"] > 0

@@ -96,3 +96,37 @@ def test_audit_summary_measures_how_late_the_started_event_is(tmp_path: Path) ->
     out = bench.count_requests(audit, 0)
     assert sorted(out.event_lags) == [0.25, 0.5, 4.0]
     assert out.counts[("ours", "create")] == 4 and out.counts[("ours", "patch")] == 4
+
+
+def test_job_webhook_latency_from_the_api_servers_metrics() -> None:
+    metrics = "\n".join([
+        "# HELP apiserver_admission_webhook_admission_duration_seconds [STABLE] ...",
+        'apiserver_admission_webhook_admission_duration_seconds_bucket{name="mjob.kb.io",'
+        'operation="CREATE",rejected="false",type="admit",le="0.005"} 3',
+        'apiserver_admission_webhook_admission_duration_seconds_sum{name="mjob.kb.io",'
+        'operation="CREATE",rejected="false",type="admit"} 0.5',
+        'apiserver_admission_webhook_admission_duration_seconds_count{name="mjob.kb.io",'
+        'operation="CREATE",rejected="false",type="admit"} 10',
+        # A rejected call is a call too: its series adds to the same key.
+        'apiserver_admission_webhook_admission_duration_seconds_sum{name="mjob.kb.io",'
+        'operation="CREATE",rejected="true",type="admit"} 0.1',
+        'apiserver_admission_webhook_admission_duration_seconds_count{name="mjob.kb.io",'
+        'operation="CREATE",rejected="true",type="admit"} 2',
+        'apiserver_admission_webhook_admission_duration_seconds_sum{'
+        'name="vjob.batch.kueue-jobframework.io",operation="UPDATE",rejected="false",'
+        'type="validating"} 0.03',
+        'apiserver_admission_webhook_admission_duration_seconds_count{'
+        'name="vjob.batch.kueue-jobframework.io",operation="UPDATE",rejected="false",'
+        'type="validating"} 3',
+        # Not a Job webhook.
+        'apiserver_admission_webhook_admission_duration_seconds_sum{name="mworkload.kb.io",'
+        'operation="CREATE",rejected="false",type="admit"} 9',
+        'apiserver_admission_webhook_admission_duration_seconds_count{name="mworkload.kb.io",'
+        'operation="CREATE",rejected="false",type="admit"} 1',
+    ])
+    totals = bench.job_webhook_totals(metrics)
+    assert totals == {"admit CREATE": (0.6, 12.0), "validating UPDATE": (0.03, 3.0)}
+    before = {"admit CREATE": (0.2, 4.0)}
+    # Only calls inside the window count: (0.6 - 0.2) s over 8 calls; no call, no mean.
+    assert bench.mean_ms(before, totals) == {"admit CREATE": 50.0, "validating UPDATE": 10.0}
+    assert bench.mean_ms(totals, totals) == {}
