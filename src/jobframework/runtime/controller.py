@@ -24,12 +24,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import ownwrites
 from .client.interface import RESTMapper
 from .clock import Clock, RealClock
+from .errors import ApiError
 from .handler import RESTMapperAware
 from .metrics import Metrics
 from .reconcile import Reconciler, Request, Result, TerminalError
@@ -92,7 +93,7 @@ class Controller:
         self._need_leader_election = need_leader_election
         self.own_writes_timeout = own_writes_timeout
         # Keys held until the cache has their reconcile's writes (see _worker).
-        self._holds: set[asyncio.Task[None]] = set()
+        self._holds: set[_Hold] = set()
         self.queue: RateLimitingQueue[Request] = RateLimitingQueue(
             rate_limiter, name=name, clock=self.clock,
             metrics_provider=self.metrics.workqueue_provider(),
@@ -186,7 +187,7 @@ class Controller:
         self._stopping = True
         self.queue.shutdown()
         for hold in list(self._holds):
-            hold.cancel()
+            hold.finish()
         pending = [w for w in workers if not w.done()]
         if not pending:
             return
@@ -215,26 +216,25 @@ class Controller:
                 with ownwrites.collecting() as written:
                     await self.reconcile_handler(request)
                 if written and hold_for and not self._stopping:
-                    task = asyncio.get_running_loop().create_task(
-                        self._hold_until_seen(request, written, hold_for))
-                    self._holds.add(task)
-                    task.add_done_callback(self._holds.discard)
-                    held = True
+                    held = self._hold(request, written, hold_for)
             finally:
                 if not held:
                     self.queue.done(request)
 
-    async def _hold_until_seen(
-        self, request: Request, written: list[asyncio.Future[None]], seconds: float
-    ) -> None:
+    def _hold(self, request: Request, written: list[asyncio.Future[None]],
+              seconds: float) -> bool:
         # The key stays in processing meanwhile: an event for it marks it dirty, and done()
         # requeues it, now reading a cache that has this reconcile's writes.
-        try:
-            await asyncio.wait(written, timeout=seconds)
-        finally:
-            for future in written:
-                future.cancel()  # a write the cache did not see in time: stop waiting on it
+        pending = [f for f in written if not f.done()]
+        if not pending:
+            return False
+
+        def release(hold: _Hold) -> None:
+            self._holds.discard(hold)
             self.queue.done(request)
+
+        self._holds.add(_Hold(pending, seconds, release))
+        return True
 
     def _child(self, metric: Any, *labels: str) -> Any:
         # ``metric.labels(...)``, looked up once per series: a few labels() calls on every
@@ -269,8 +269,11 @@ class Controller:
             self.queue.add_rate_limited(request)
             child(m.reconcile_errors_total, name).inc()
             child(m.reconcile_total, name, "error").inc()
+            # An API server's answer (a Conflict, say) is told by its message, as Go's
+            # "Reconciler error" tells it; a traceback is for errors of the code.
+            answered = isinstance(err, ApiError) or isinstance(err.__cause__, ApiError)
             self._log.error("reconciler error for %s (requeued with backoff): %s",
-                            request, err, exc_info=err)
+                            request, err, exc_info=None if answered else err)
             return
         finally:
             child(m.reconcile_time_seconds, name).observe(
@@ -289,3 +292,36 @@ class Controller:
         else:
             self.queue.forget(request)
             child(m.reconcile_total, name, "success").inc()
+
+
+class _Hold:
+    """Calls ``release`` once every future is done, or ``seconds`` (real time) after it
+    began, whichever comes first; the futures still pending are then cancelled. Future
+    callbacks and one timer, rather than a task per held key."""
+
+    __slots__ = ("_finished", "_futures", "_left", "_release", "_timer")
+
+    def __init__(self, futures: list[asyncio.Future[None]], seconds: float,
+                 release: Callable[[_Hold], None]) -> None:
+        self._futures = futures
+        self._left = len(futures)
+        self._release = release
+        self._finished = False
+        self._timer = asyncio.get_running_loop().call_later(seconds, self.finish)
+        for future in futures:
+            future.add_done_callback(self._one_done)
+
+    def _one_done(self, _: asyncio.Future[None]) -> None:
+        self._left -= 1
+        if self._left <= 0:
+            self.finish()
+
+    def finish(self) -> None:
+        """Release now (idempotent)."""
+        if self._finished:
+            return
+        self._finished = True
+        self._timer.cancel()
+        for future in self._futures:
+            future.cancel()  # a write the cache did not see in time: stop waiting on it
+        self._release(self)

@@ -313,3 +313,29 @@ async def test_metric_series_exist_at_zero_once_started() -> None:
                                        {"controller": "test", "result": result}) == 0.0
         assert ctrl.metrics.sample("controller_runtime_reconcile_errors_total",
                                    {"controller": "test"}) == 0.0
+
+
+async def test_api_errors_are_logged_by_message_and_code_errors_with_a_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from jobframework.runtime import errors
+
+    conflict = errors.Conflict("the object has been modified")
+    wrapped = RuntimeError("updating workload status: conflict")
+    wrapped.__cause__ = errors.Conflict("modified again")
+    clock = ManualClock()
+    rec = ScriptedReconciler(conflict, wrapped, KeyError("bug"), Result())
+    ctrl = make(rec, clock)
+    with caplog.at_level("ERROR", logger="jobframework.runtime.controller"):
+        async with running(ctrl):
+            ctrl.queue.add(A)
+            for n, wait in ((1, 0.005), (2, 0.01), (3, 0.02)):
+                await until(lambda n=n: len(rec.calls) == n)  # type: ignore[misc]
+                await settle()
+                clock.advance(wait)
+            await until(lambda: len(rec.calls) == 4)
+    records = [r for r in caplog.records if "reconciler error" in r.getMessage()]
+    assert [r.exc_info is not None for r in records] == [False, False, True]
+    assert "the object has been modified" in records[0].getMessage()
+    assert "conflict" in records[1].getMessage()
+    assert total(ctrl.metrics, "error") == 3

@@ -163,3 +163,18 @@ async def test_reads_and_uncached_writes_do_not_hold() -> None:
         await mgr.stop()
         with contextlib.suppress(Exception, asyncio.CancelledError):
             await task
+
+
+async def test_shutdown_releases_held_keys() -> None:
+    async with started(own_writes_timeout=30.0) as (server, _api, rec):
+        await server.client().create(parent("p"))
+        await until(lambda: rec.creates == 1, turns=2000, what="the first create")
+        await settle(50)
+        ctrl = rec.controller
+        assert ctrl is not None and len(ctrl._holds) == 1
+        # The gate is still shut: only the shutdown can release the key, at once.
+        await ctrl._shutdown([])
+        assert not ctrl._holds
+        assert len(ctrl.queue) == 1  # released dirty; not reconciled while stopping
+        await settle(50)
+        assert rec.calls == 1
