@@ -107,7 +107,9 @@ class CrashLog(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         """Keep ``record`` when it has an exception; as a crash when a built-in one."""
-        err = record.exc_info[1] if record.exc_info else None
+        # A failed reconcile's record carries it as ``error``, with a traceback only when
+        # the API server did not answer it.
+        err = record.exc_info[1] if record.exc_info else getattr(record, "error", None)
         if err is None:
             return
         request = record.args[0] if isinstance(record.args, tuple) and record.args else None

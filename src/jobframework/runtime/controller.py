@@ -270,10 +270,12 @@ class Controller:
             child(m.reconcile_errors_total, name).inc()
             child(m.reconcile_total, name, "error").inc()
             # An API server's answer (a Conflict, say) is told by its message, as Go's
-            # "Reconciler error" tells it; a traceback is for errors of the code.
+            # "Reconciler error" tells it; a traceback is for errors of the code. Either
+            # way the record carries the exception as ``error`` (logr's key).
             answered = isinstance(err, ApiError) or isinstance(err.__cause__, ApiError)
             self._log.error("reconciler error for %s (requeued with backoff): %s",
-                            request, err, exc_info=None if answered else err)
+                            request, err, exc_info=None if answered else err,
+                            extra={"error": err})
             return
         finally:
             child(m.reconcile_time_seconds, name).observe(

@@ -336,6 +336,8 @@ async def test_api_errors_are_logged_by_message_and_code_errors_with_a_traceback
             await until(lambda: len(rec.calls) == 4)
     records = [r for r in caplog.records if "reconciler error" in r.getMessage()]
     assert [r.exc_info is not None for r in records] == [False, False, True]
+    assert [type(r.error).__name__ for r in records] == [  # type: ignore[attr-defined]
+        "Conflict", "RuntimeError", "KeyError"]
     assert "the object has been modified" in records[0].getMessage()
     assert "conflict" in records[1].getMessage()
     assert total(ctrl.metrics, "error") == 3
