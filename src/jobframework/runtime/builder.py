@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from . import ownwrites
 from .controller import Controller
 from .handler import EnqueueRequestForObject, EnqueueRequestForOwner, EventHandler
 from .objects import GVK
@@ -173,8 +174,9 @@ class ControllerBuilder:
                                 else mgr.cache_sync_timeout),
             need_leader_election=(self._need_leader_election
                                   if self._need_leader_election is not None else True),
-            **({} if self._own_writes_timeout is None
-               else {"own_writes_timeout": self._own_writes_timeout}),
+            own_writes_timeout=(self._own_writes_timeout
+                                if self._own_writes_timeout is not None
+                                else ownwrites.DEFAULT_TIMEOUT),
         )
         cache = mgr.get_cache()
         watches = [self._for] if self._for else []

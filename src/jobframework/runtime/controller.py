@@ -77,7 +77,7 @@ class Controller:
         rest_mapper: RESTMapper | None = None,
         cache_sync_timeout: float = 120.0,
         need_leader_election: bool = True,
-        own_writes_timeout: float | None = 2.0,
+        own_writes_timeout: float | None = ownwrites.DEFAULT_TIMEOUT,
     ) -> None:
         if not name:
             raise ValueError("a controller needs a name")

@@ -21,6 +21,9 @@ import contextlib
 from collections.abc import Iterator
 from contextvars import ContextVar
 
+#: Seconds a controller holds a key for its writes by default (``own_writes_timeout``).
+DEFAULT_TIMEOUT = 2.0
+
 _pending: ContextVar[list[asyncio.Future[None]] | None] = ContextVar(
     "jobframework_own_writes", default=None)
 

@@ -346,13 +346,15 @@ async def test_401_refreshes_credentials_once(fake_api: FakeAPI) -> None:
 
 # -- watch ----------------------------------------------------------------------------------
 
-def _stream_handler(lines: list[bytes], *, hold: float = 0.0) -> Any:
+def _stream_handler(lines: list[bytes], *, hold: float = 0.0, gap: float = 0.0) -> Any:
+    # Each line written as a chunk of its own, ``gap`` seconds apart; then ``hold`` seconds
+    # with the stream open.
     async def handler(request: web.Request) -> web.StreamResponse:
         resp = web.StreamResponse(headers={"Content-Type": "application/json"})
         await resp.prepare(request)
         for chunk in lines:
             await resp.write(chunk)
-            await asyncio.sleep(0)
+            await asyncio.sleep(gap)
         if hold:
             await asyncio.sleep(hold)
         return resp
@@ -431,15 +433,8 @@ async def test_watch_inactivity_timeout_ends_a_silent_stream(fake_api: FakeAPI) 
 async def test_watch_inactivity_counts_each_read_not_the_stream(fake_api: FakeAPI) -> None:
     # Events 0.1 s apart for 0.8 s with a 0.3 s inactivity bound: no read waits 0.3 s, so
     # the stream runs to its end (a deadline from the stream's start would cut it).
-    async def trickle(request: web.Request) -> web.StreamResponse:
-        resp = web.StreamResponse(headers={"Content-Type": "application/json"})
-        await resp.prepare(request)
-        for i in range(8):
-            await resp.write(_ev("ADDED", pod(f"p{i}")))
-            await asyncio.sleep(0.1)
-        return resp
-
-    fake_api.handler = trickle
+    fake_api.handler = _stream_handler([_ev("ADDED", pod(f"p{i}")) for i in range(8)],
+                                       gap=0.1)
     async with RestClient.from_url(fake_api.url,
                                    timeouts=Timeouts(watch_inactivity=0.3)) as client:
         events = [e async for e in client.watch(POD)]
@@ -449,16 +444,8 @@ async def test_watch_inactivity_counts_each_read_not_the_stream(fake_api: FakeAP
 async def test_watch_inactivity_does_not_count_the_consumers_time(fake_api: FakeAPI) -> None:
     # The consumer takes longer than the bound between reads while the data is already
     # there: only time spent waiting for data counts, as with a timeout around each read.
-    async def spaced(request: web.Request) -> web.StreamResponse:
-        resp = web.StreamResponse(headers={"Content-Type": "application/json"})
-        await resp.prepare(request)
-        for i in range(3):  # one chunk each
-            await resp.write(_ev("ADDED", pod(f"p{i}")))
-            await asyncio.sleep(0.02)
-        await asyncio.sleep(5.0)  # the stream stays open
-        return resp
-
-    fake_api.handler = spaced
+    fake_api.handler = _stream_handler([_ev("ADDED", pod(f"p{i}")) for i in range(3)],
+                                       gap=0.02, hold=5.0)
     async with RestClient.from_url(fake_api.url,
                                    timeouts=Timeouts(watch_inactivity=0.1)) as client:
         names = []
@@ -474,16 +461,8 @@ async def test_watch_inactivity_does_not_count_the_consumers_time(fake_api: Fake
 async def test_watch_inactivity_after_data_closes_with_a_warning(
     fake_api: FakeAPI, caplog: pytest.LogCaptureFixture
 ) -> None:
-    async def then_silent(request: web.Request) -> web.StreamResponse:
-        resp = web.StreamResponse(headers={"Content-Type": "application/json"})
-        await resp.prepare(request)
-        for i in range(3):
-            await resp.write(_ev("ADDED", pod(f"p{i}")))
-            await asyncio.sleep(0.05)
-        await asyncio.sleep(5.0)
-        return resp
-
-    fake_api.handler = then_silent
+    fake_api.handler = _stream_handler([_ev("ADDED", pod(f"p{i}")) for i in range(3)],
+                                       gap=0.05, hold=5.0)
     loop = asyncio.get_running_loop()
     async with RestClient.from_url(fake_api.url,
                                    timeouts=Timeouts(watch_inactivity=0.2)) as client:

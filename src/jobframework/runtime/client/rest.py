@@ -575,8 +575,7 @@ class RestClient:
         data = None if body is None else _encode_body(body)
         if data is not None and content_type is None:
             content_type = _JSON
-        raw = await self.request_bytes(method, path, query=query, body=data,
-                                       content_type=content_type, accept=accept)
+        raw = await self._exchange(method, path, query, data, content_type, accept)
         return wirejson.loads(raw) if raw else None
 
     async def request_bytes(
@@ -592,14 +591,14 @@ class RestClient:
         """:meth:`request_json` for endpoints that do not answer JSON (``/metrics``, a
         pod's ``log``): the body as received (``kubectl get --raw``). ``body`` is sent as
         JSON unless it is ``bytes``."""
-        if body is None:
-            data = None
-        elif isinstance(body, bytes):
-            data = body
-        else:
-            data = _encode_body(body)
-            if content_type is None:
-                content_type = _JSON
+        data = None if body is None else _encode_body(body)
+        if data is not None and content_type is None and not isinstance(body, bytes):
+            content_type = _JSON
+        return await self._exchange(method, path, query, data, content_type, accept)
+
+    async def _exchange(self, method: str, path: str, query: list[tuple[str, str]] | None,
+                        data: bytes | None, content_type: str | None, accept: str) -> bytes:
+        # One request, its whole body read; an error answer raises its typed ApiError.
         resp = await self._send(method, path, query=query, body=data,
                                 content_type=content_type, accept=accept)
         async with resp:
