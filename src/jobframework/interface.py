@@ -108,7 +108,13 @@ class GenericJob(abc.ABC):
 
     @abc.abstractmethod
     async def pod_sets(self, client: Client) -> list[PodSet]:
-        """The Workload pod sets for this job (one per role, templates as dicts)."""
+        """The Workload pod sets for this job (one per role, templates as dicts).
+
+        The caller owns the result, as with Kueue's ``PodSets``: the reconciler sanitizes
+        it in place (:func:`~jobframework.reconciler.job_pod_sets`), so build the pod sets
+        afresh, sharing no map or list with :meth:`object` or an earlier result (copy the
+        template, for instance with ``copy.deepcopy``).
+        """
 
     @abc.abstractmethod
     def is_active(self) -> bool:

@@ -107,6 +107,7 @@ from .runtime.objects import (
     Object,
     annotations_of,
     is_being_deleted,
+    json_copy,
     labels_of,
     name_of,
     namespace_of,
@@ -211,8 +212,9 @@ def _unset(model: Any, field: str) -> None:
 async def job_pod_sets(
     job: GenericJob, client: Client, *, features: FeatureGates = DEFAULT_FEATURES
 ) -> list[PodSet]:
-    """``job.pod_sets()`` with env vars de-duplicated (``JobPodSets``)."""
-    pod_sets = [ps.model_copy(deep=True) for ps in await job.pod_sets(client)]
+    """``job.pod_sets()`` with env vars de-duplicated (``JobPodSets``), in place: the
+    pod sets are the caller's (see :meth:`GenericJob.pod_sets`)."""
+    pod_sets = list(await job.pod_sets(client))
     for ps in pod_sets:
         # ``template`` is required in the Workload API: always serialize it.
         ps.template = ps.template
@@ -297,7 +299,10 @@ async def expected_running_pod_sets(
         return None
     by_name = {i.name: i for i in infos or []}
     partial = wl.can_be_partially_admitted()
-    running = [ps.model_copy(deep=True) for ps in wl.spec.pod_sets]
+    # Only the template is changed in place (the merge) and ``count`` reassigned: a
+    # shallow copy with its own template is enough.
+    running = [ps.model_copy(update={"template": json_copy(ps.template)})
+               for ps in wl.spec.pod_sets]
     for ps in running:
         info = by_name.get(ps.name or c.DEFAULT_PODSET_NAME)
         if info is None:

@@ -29,7 +29,11 @@ def object_key(obj: Mapping[str, Any] | DeletedFinalStateUnknown) -> str:
     """
     if isinstance(obj, DeletedFinalStateUnknown):
         return obj.key
-    return str(ObjectKey.of(obj))
+    # str(ObjectKey.of(obj)) without building the key object: twice per watch event.
+    meta = obj.get("metadata") or {}
+    namespace = meta.get("namespace") or ""
+    name = meta.get("name") or ""
+    return f"{namespace}/{name}" if namespace else f"{name}"
 
 
 @attrs.frozen
