@@ -722,6 +722,13 @@ def report(results: list[SideResult], say: Any) -> list[dict[str, Any]]:
         # Kueue's job reconciler's share: what Kueue does on its own side minus what it
         # still does beside ours (the scheduler, the Workload controller, ...).
         kueue_job_writes = writes(k, "kueue") - writes(p, "kueue")
+        # Likewise its job reconciler's and webhooks' CPU, and ours against it.
+        kueue_job_cpu = (round(k.kueue_cpu_ms_per_job - p.kueue_cpu_ms_per_job, 2)
+                         if k.kueue_cpu_ms_per_job is not None
+                         and p.kueue_cpu_ms_per_job is not None else None)
+        cpu_ratio = (round(p.cpu_ms_per_job / kueue_job_cpu, 3)
+                     if kueue_job_cpu and kueue_job_cpu > 0 and p.cpu_ms_per_job is not None
+                     else None)
         row = {
             "jobs": n,
             "pair": pair,
@@ -735,6 +742,8 @@ def report(results: list[SideResult], say: Any) -> list[dict[str, Any]]:
             # Kueue alone on its side vs Kueue beside ours: the job reconciler's CPU moved.
             "kueue_cpu_ms_per_job": {"kueue": k.kueue_cpu_ms_per_job,
                                      "python": p.kueue_cpu_ms_per_job},
+            "kueue_job_cpu_ms_per_job": kueue_job_cpu,
+            "cpu_ratio": cpu_ratio,
             "kueue_peak_rss_mb": {"kueue": k.kueue_peak_rss_mb, "python": p.kueue_peak_rss_mb},
             "requests_per_job": {"kueue": k.requests_per_job, "python": p.requests_per_job},
             # A Started event far behind its Job means deferred work (and a divergence).
@@ -760,8 +769,9 @@ def report(results: list[SideResult], say: Any) -> list[dict[str, Any]]:
             for key in sorted({*k.job_webhook_ms, *p.job_webhook_ms})))
         say(f"  Kueue process: {k.kueue_cpu_ms_per_job} ms CPU per Job alone, "
             f"{p.kueue_cpu_ms_per_job} beside ours (so its Job reconciler and webhook cost "
-            f"about {(k.kueue_cpu_ms_per_job or 0) - (p.kueue_cpu_ms_per_job or 0):.2f} ms); "
-            f"peak RSS {k.kueue_peak_rss_mb} / {p.kueue_peak_rss_mb} MB")
+            f"about {(k.kueue_cpu_ms_per_job or 0) - (p.kueue_cpu_ms_per_job or 0):.2f} ms, "
+            f"ours / that {cpu_ratio}); peak RSS {k.kueue_peak_rss_mb} / "
+            f"{p.kueue_peak_rss_mb} MB")
         for side, r in (("kueue", k), ("python", p)):
             say(f"  [{side}] requests per Job: " + "; ".join(
                 f"{c}: " + ", ".join(f"{v} {verb}" for verb, v in sorted(verbs.items()))
@@ -786,12 +796,19 @@ def summary(rows: list[dict[str, Any]], say: Any) -> list[dict[str, Any]]:
         cpus = [r["ours_cpu_ms_per_job"] for r in mine if r["ours_cpu_ms_per_job"] is not None]
         item["ours_cpu_ms_per_job"] = {"median": round(statistics.median(cpus), 2),
                                        "runs": cpus} if cpus else None
+        # Ours against Kueue's job reconciler and webhooks, taken within each pair.
+        cpu_ratios = [r["cpu_ratio"] for r in mine if r.get("cpu_ratio") is not None]
+        item["cpu_ratio"] = {"median_ratio": round(statistics.median(cpu_ratios), 3),
+                             "ratios": cpu_ratios} if cpu_ratios else None
         out.append(item)
         say(f"\nN={n}, {len(mine)} pairs: throughput ratio median "
             f"{item['throughput']['median_ratio']} {item['throughput']['ratios']}, p99 ratio "
             f"median {item['p99']['median_ratio']} {item['p99']['ratios']}"
             + (f", ours {item['ours_cpu_ms_per_job']['median']} ms CPU per Job "
-               f"{item['ours_cpu_ms_per_job']['runs']}" if cpus else ""))
+               f"{item['ours_cpu_ms_per_job']['runs']}" if cpus else "")
+            + (f", ours / Kueue's job reconciler and webhooks in CPU per Job median "
+               f"{item['cpu_ratio']['median_ratio']} {item['cpu_ratio']['ratios']}"
+               if cpu_ratios else ""))
     return out
 
 

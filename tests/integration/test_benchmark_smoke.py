@@ -39,4 +39,7 @@ def test_cluster_benchmark_runs_both_sides_and_reports(tmp_path: Path) -> None:
     # Our manager wrote (Workloads, the unsuspend patches) and its CPU and memory were read.
     assert sides["python"]["requests_per_job"]["ours"]["create"] >= 1.0
     assert sides["python"]["cpu_ms_per_job"] > 0 and sides["python"]["peak_rss_mb"] > 0
+    # The pair's row sets our CPU against Kueue's job reconciler and webhooks (at 5 Jobs the
+    # difference of Kueue's two runs is noise, so only its presence is checked).
+    assert {"kueue_job_cpu_ms_per_job", "cpu_ratio"} <= set(results["comparison"][0])
     assert results["memory"]["objects"] == 40 and results["memory"]["rss_full_mb"] > 0

@@ -25,24 +25,28 @@ def _load() -> ModuleType:
 bench = _load()
 
 
-def side(name: str, pair: int, throughput: float, p99: float, cpu: float | None) -> Any:
+def side(name: str, pair: int, throughput: float, p99: float, cpu: float | None,
+         kueue_cpu: float | None = None) -> Any:
     return bench.SideResult(
         side=name, jobs=500, seconds=500 / throughput, throughput=throughput, p50=p99 / 2,
         p99=p99, requests_per_job={"ours": {"create": 2.0, "patch": 2.5}, "kueue": {}},
-        cpu_ms_per_job=cpu, pair=pair)
+        cpu_ms_per_job=cpu, pair=pair, kueue_cpu_ms_per_job=kueue_cpu)
 
 
 def test_pairs_are_compared_within_themselves_and_summarised_by_their_median() -> None:
     results = [
-        side("kueue", 0, 25.0, 16.0, None), side("python", 0, 20.0, 20.0, 10.0),
+        # Kueue's process: 14 ms per Job with its own Job integration, 8 beside ours.
+        side("kueue", 0, 25.0, 16.0, None, 14.0), side("python", 0, 20.0, 20.0, 10.0, 8.0),
         # A slower second pair: both sides slowed, the ratio is what counts.
-        side("python", 1, 11.0, 30.0, 9.0), side("kueue", 1, 10.0, 33.0, None),
-        side("kueue", 2, 24.0, 16.0, None), side("python", 2, 21.6, 17.6, 9.5),
+        side("python", 1, 11.0, 30.0, 9.0, 9.0), side("kueue", 1, 10.0, 33.0, None, 14.0),
+        side("kueue", 2, 24.0, 16.0, None, 12.0), side("python", 2, 21.6, 17.6, 9.5, 7.0),
     ]
     lines: list[str] = []
     rows = bench.report(results, lines.append)
     assert [(r["pair"], r["throughput"]["ratio"]) for r in rows] == [
         (0, 0.8), (1, 1.1), (2, 0.9)]
+    assert [(r["kueue_job_cpu_ms_per_job"], r["cpu_ratio"]) for r in rows] == [
+        (6.0, 1.667), (5.0, 1.8), (5.0, 1.9)]
     summary = bench.summary(rows, lines.append)
     assert summary == [{
         "jobs": 500, "pairs": 3,
@@ -50,9 +54,16 @@ def test_pairs_are_compared_within_themselves_and_summarised_by_their_median() -
         "p50": {"median_ratio": 1.1, "ratios": [1.25, 0.909, 1.1]},
         "p99": {"median_ratio": 1.1, "ratios": [1.25, 0.909, 1.1]},
         "ours_cpu_ms_per_job": {"median": 9.5, "runs": [10.0, 9.0, 9.5]},
+        "cpu_ratio": {"median_ratio": 1.8, "ratios": [1.667, 1.8, 1.9]},
     }]
     assert any(line.startswith("\nN=500, 3 pairs: throughput ratio median 0.9")
-               for line in lines)
+               and "in CPU per Job median 1.8" in line for line in lines)
+
+
+def test_cpu_ratio_needs_kueues_cpu_on_both_sides() -> None:
+    rows = bench.report([side("kueue", 0, 25.0, 16.0, None, 14.0),
+                         side("python", 0, 20.0, 20.0, 10.0)], lambda line: None)
+    assert rows[0]["kueue_job_cpu_ms_per_job"] is None and rows[0]["cpu_ratio"] is None
 
 
 def test_one_pair_has_no_summary() -> None:
