@@ -117,10 +117,13 @@ class CachedClient:
         """The API client's mapper."""
         return self.api.rest_mapper
 
-    def _note(self, gvk: GVK, written: Object) -> None:
+    def _note(self, written: Object, *, gvk: GVK | None = None, dry_run: bool = False) -> None:
         # Inside a controller's reconcile, the key is held until the cache has this write
-        # (see :mod:`~jobframework.runtime.ownwrites`).
-        if ownwrites.collecting_now() and gvk not in self.uncached:
+        # (see :mod:`~jobframework.runtime.ownwrites`); a dry run wrote nothing.
+        if dry_run or not ownwrites.collecting_now():
+            return
+        gvk = gvk or GVK.of(written)
+        if gvk not in self.uncached:
             future = self.cache.observed(gvk, written)
             if future is not None:
                 ownwrites.note(future)
@@ -183,8 +186,7 @@ class CachedClient:
     ) -> Object:
         """Delegates to the API client."""
         out = await self.api.create(obj, field_manager=field_manager, dry_run=dry_run)
-        if not dry_run:
-            self._note(GVK.of(out), out)
+        self._note(out, dry_run=dry_run)
         return out
 
     async def update(
@@ -198,14 +200,13 @@ class CachedClient:
         """Delegates to the API client."""
         out = await self.api.update(obj, subresource=subresource, field_manager=field_manager,
                                     dry_run=dry_run)
-        if not dry_run:
-            self._note(GVK.of(out), out)
+        self._note(out, dry_run=dry_run)
         return out
 
     async def update_status(self, obj: Object, *, field_manager: str | None = None) -> Object:
         """Delegates to the API client."""
         out = await self.api.update_status(obj, field_manager=field_manager)
-        self._note(GVK.of(out), out)
+        self._note(out)
         return out
 
     async def patch(
@@ -225,8 +226,7 @@ class CachedClient:
         out = await self.api.patch(gvk, name, patch, namespace=namespace,
                                    patch_type=patch_type, subresource=subresource,
                                    field_manager=field_manager, force=force, dry_run=dry_run)
-        if not dry_run:
-            self._note(gvk, out)
+        self._note(out, gvk=gvk, dry_run=dry_run)
         return out
 
     async def apply(
@@ -240,7 +240,7 @@ class CachedClient:
         """Delegates to the API client."""
         out = await self.api.apply(obj, field_manager=field_manager, force=force,
                                    subresource=subresource)
-        self._note(GVK.of(out), out)
+        self._note(out)
         return out
 
     async def delete(
