@@ -75,10 +75,10 @@ from typing import Any
 import attrs
 
 from integrations.batchjob import JOB_GVK
-from integrations.catalog import reference_integrations
 from jobframework import constants as c
 from jobframework.config import default_configuration, reconciler_options_from
 from jobframework.integrations import IntegrationManager
+from jobframework.plugins import load_integrations
 from jobframework.runtime.cache import compose_transforms, intern_strings, strip_managed_fields
 from jobframework.runtime.client import Client
 from jobframework.runtime.clock import RealClock, rfc3339
@@ -390,7 +390,7 @@ async def start_manager_with_reconciler(
     client: Client, *, webhooks: bool = False,
 ) -> tuple[Manager, asyncio.Task[None], WebhookServer | None, Any]:
     """:func:`start_manager`, and the Job reconciler it runs."""
-    integrations = reference_integrations(("batchjob",))
+    integrations = load_integrations(("batchjob",))
     im = IntegrationManager()
     for integration in integrations:
         integration.register(im)

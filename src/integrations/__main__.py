@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from integrations._logging import configure_logging
-from integrations.catalog import DEFAULT_INTEGRATIONS, MODULES
+from integrations.catalog import DEFAULT_INTEGRATIONS, parse_integrations
 from integrations.manager import (
     DEFAULT_CERT_SECRET,
     DEFAULT_LEADER_ELECTION_ID,
@@ -43,22 +43,13 @@ from jobframework.config import (
     load_configuration_from_configmap,
 )
 from jobframework.constants import DEFAULT_KUEUE_VERSION, KueueVersion
+from jobframework.plugins import IntegrationLoadError
 from jobframework.runtime.client.rest import RestClient
 from jobframework.runtime.leaderelection import LeaderElectionConfig
 from jobframework.webhook.server import DEFAULT_CERT_DIR
 
 #: ``--cert-management``: ``cert-manager`` is ``files`` (the mounted Secret's files).
 CERT_MANAGEMENT_CHOICES = ("self-signed", "internal", "cert-manager", "files")
-
-
-def _integrations(value: str) -> tuple[str, ...]:
-    names = tuple(n.strip() for n in value.split(",") if n.strip())
-    unknown = [n for n in names if n not in MODULES]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(
-            f"unknown integration(s) {', '.join(unknown) or '(none given)'}; "
-            f"choose from {', '.join(MODULES)}")
-    return names
 
 
 def parser() -> argparse.ArgumentParser:
@@ -80,9 +71,11 @@ def parser() -> argparse.ArgumentParser:
                     "configuration).")
     r.add_argument("--kubeconfig", help="kubeconfig path (default: $KUBECONFIG, ~/.kube/config)")
     r.add_argument("--context", help="kubeconfig context (default: the current one)")
-    r.add_argument("--integrations", type=_integrations, default=None,
-                   help="comma-separated reference integrations to run, of "
-                        f"{', '.join(MODULES)} (default: those the Kueue Configuration "
+    r.add_argument("--integrations", type=parse_integrations, default=None,
+                   help="comma-separated integrations to run, by the names installed "
+                        "distributions declare (entry-point group "
+                        "kueue_jobframework.integrations; ours: appwrapper, batchjob, "
+                        "daemonjob, jobflow) (default: those the Kueue Configuration "
                         "lists in integrations.externalFrameworks, else "
                         f"{','.join(DEFAULT_INTEGRATIONS)})")
     source = r.add_mutually_exclusive_group()
@@ -261,8 +254,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         _runner(args.event_loop)(_run(args))
     except KeyboardInterrupt:
         return 130
-    except ConfigurationError as err:
-        # A bad Configuration is the operator's to fix: say which field, no traceback.
+    except (ConfigurationError, IntegrationLoadError) as err:
+        # A bad Configuration or a broken plugin is the operator's to fix: say which
+        # field or distribution, no traceback.
         logging.getLogger("integrations").error("%s", err)
         return 2
     except Exception as err:

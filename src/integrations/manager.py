@@ -1,10 +1,12 @@
-"""Our external-framework manager: the reference integrations beside a real Kueue manager.
+"""Our external-framework manager: installed integrations beside a real Kueue manager.
 
-Kueue lists our kinds (``JobFlow.v1alpha1.api.practice.com``,
-``DaemonJob.v1alpha1.api.practice.com``, ``AppWrapper.v1beta2.workload.codeflare.dev``)
-in ``integrations.externalFrameworks`` and leaves them to us. This process (or
-coroutine, to embed it) does the rest, for each integration it runs (all of
-:data:`~integrations.catalog.DEFAULT_INTEGRATIONS` unless told otherwise):
+Kueue lists the kinds (``JobFlow.v1alpha1.api.practice.com``,
+``AppWrapper.v1beta2.workload.codeflare.dev``, a user's ``SparkApp.v1.example.com``) in
+``integrations.externalFrameworks`` and leaves them to us. The integrations are plugins
+(:mod:`jobframework.plugins`): this project's reference integrations and any a user's
+distribution declares are run alike. This process (or coroutine, to embed it) does the
+rest, for each integration it runs (those the Configuration lists, else all of
+:data:`~integrations.catalog.DEFAULT_INTEGRATIONS`, unless told otherwise):
 
 1. installs the integration's CRDs and waits until they are ``Established``;
 2. serves its webhooks (Kueue's base webhook for the kind, plus the kind's own rules)
@@ -22,7 +24,7 @@ It reads the Kueue ``Configuration`` its Kueue runs with (:mod:`jobframework.con
 its feature gates, ``waitForPodsReady``, ``manageJobsWithoutQueueName``,
 ``managedJobsNamespaceSelector``, ``labelKeysToCopy`` and ``objectRetentionPolicies``
 reach the generic reconciler and the webhooks, and its ``integrations.externalFrameworks``
-picks the reference integrations to run. Without one (:attr:`ManagerOptions.kueue_config`
+picks the integrations to run. Without one (:attr:`ManagerOptions.kueue_config`
 None) it uses the configuration Kueue v0.19.2 runs with when given none.
 
 It needs an admin-like identity (it writes CRDs and webhook configurations). Run it::
@@ -51,14 +53,7 @@ from typing import Any, Final, Literal
 
 import attrs
 
-from integrations.catalog import (
-    DEFAULT_INTEGRATIONS,
-    FRAMEWORK_NAMES,
-    ReferenceIntegration,
-    Wiring,
-    by_framework_name,
-    reference_integrations,
-)
+from integrations.catalog import DEFAULT_INTEGRATIONS
 from jobframework.config import (
     Configuration,
     ConfigurationError,
@@ -67,6 +62,13 @@ from jobframework.config import (
 )
 from jobframework.constants import DEFAULT_KUEUE_VERSION, KueueVersion
 from jobframework.integrations import IntegrationManager
+from jobframework.plugins import (
+    Integration,
+    Wiring,
+    by_framework_name,
+    installed_integrations,
+    load_integrations,
+)
 from jobframework.queuelookup import CachedQueueLookup
 from jobframework.runtime.cache import compose_transforms, intern_strings, strip_managed_fields
 from jobframework.runtime.client import Client
@@ -144,7 +146,7 @@ class ManagerOptions:
     webhook_port: int = 0
     #: Where the serving certificate is written (a temporary directory when None).
     cert_dir: Path | None = None
-    #: The reference integrations to run (keys of :data:`integrations.catalog.MODULES`).
+    #: The integrations to run, by installed name (:mod:`jobframework.plugins`).
     #: None: those :attr:`kueue_config` lists in ``integrations.externalFrameworks``, or
     #: all of :data:`~integrations.catalog.DEFAULT_INTEGRATIONS` when it lists none.
     integrations: tuple[str, ...] | None = None
@@ -194,7 +196,7 @@ class ManagerOptions:
 
 def select_integrations(config: Configuration, requested: Sequence[str] | None = None
                         ) -> tuple[str, ...]:
-    """The reference integrations to run: ``requested`` when given, else those listed in
+    """The integrations to run: ``requested`` when given, else the installed ones listed in
     ``integrations.externalFrameworks``, else all of :data:`DEFAULT_INTEGRATIONS`.
 
     Raises :class:`~jobframework.config.ConfigurationError` when the configuration lists
@@ -208,8 +210,8 @@ def select_integrations(config: Configuration, requested: Sequence[str] | None =
     ours = tuple(by_framework_name(external))
     if not ours:
         raise ConfigurationError([
-            "integrations.externalFrameworks: lists none of our reference integrations "
-            f"({', '.join(FRAMEWORK_NAMES.values())}); pass --integrations to run some "
+            "integrations.externalFrameworks: lists none of the installed integrations "
+            f"({', '.join(installed_integrations())}); pass --integrations to run some "
             "anyway"])
     return ours
 
@@ -291,7 +293,7 @@ async def _with_retries(what: str, call: Any, limit: float, *, delay: float = 1.
 
 
 class ExternalFrameworkManager:
-    """Runs the reference integrations against ``client``'s cluster (see the module
+    """Runs the installed integrations chosen against ``client``'s cluster (see the module
     docstring).
 
     :meth:`start` returns once everything serves; :meth:`stop` undoes what start did
@@ -306,7 +308,7 @@ class ExternalFrameworkManager:
         #: The Kueue Configuration followed (given, or v0.19.2's defaults).
         self.kueue_config: Configuration = self.options.kueue_config or default_configuration()
         #: The integrations run, and what each one's ``setup`` registered.
-        self.integrations: list[ReferenceIntegration] = reference_integrations(
+        self.integrations: list[Integration] = load_integrations(
             select_integrations(self.kueue_config, self.options.integrations))
         if self.options.kueue_config is not None:
             listed = set(self.kueue_config.external_frameworks())

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import importlib
 import json
 import os
 import random
@@ -31,8 +30,9 @@ from typing import Any, TypeVar
 
 import attrs
 
-from integrations.catalog import MODULES, reference_integration
+from integrations.catalog import reference_names
 from jobframework.integrations import IntegrationCallbacks
+from jobframework.plugins import load_integration
 from jobframework.runtime import errors
 from jobframework.runtime.client import PropagationPolicy
 from jobframework.runtime.client.discovery import NoKindMatchError
@@ -73,7 +73,7 @@ class RunSettings:
     kills: int = 4
     compactions: int = 1
     apiserver_restarts: int = 0
-    integrations: tuple[str, ...] = tuple(MODULES)
+    integrations: tuple[str, ...] = reference_names()
     #: Lifecycles in flight at once.
     concurrency: int = 12
     quota_cpu: str = "1.5"
@@ -225,7 +225,7 @@ def lifecycle_object(integration: str, name: str, namespace: str, queue: str,
                      priority_class: str) -> Object:
     """One queued object of ``integration``: its registered probe object (what its webhook
     must suspend) renamed, queued, prioritised, and with CPU requests."""
-    obj = reference_integration(integration).probe_object(namespace)
+    obj = load_integration(integration).probe_object(namespace)
     obj["metadata"]["name"] = name
     labels = obj["metadata"].setdefault("labels", {})
     labels[QUEUE_LABEL] = queue
@@ -237,7 +237,7 @@ def lifecycle_object(integration: str, name: str, namespace: str, queue: str,
 
 def callbacks(name: str) -> IntegrationCallbacks:
     """The registered integration's ``CALLBACKS`` (its adapter factory, ``new_job``)."""
-    callbacks: IntegrationCallbacks = importlib.import_module(MODULES[name]).CALLBACKS
+    callbacks: IntegrationCallbacks = load_integration(name).callbacks
     return callbacks
 
 

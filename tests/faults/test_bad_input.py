@@ -46,11 +46,12 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from integrations.catalog import MODULES, reference_integrations
+from integrations.catalog import reference_names
 from jobframework.config import default_configuration, reconciler_options_from
 from jobframework.field import Path
 from jobframework.integrations import IntegrationManager
 from jobframework.jsonshape import POD_TEMPLATE_SHAPE, shape_errors
+from jobframework.plugins import load_integrations
 from jobframework.runtime import errors
 from jobframework.runtime.clock import ManualClock
 from jobframework.runtime.manager import Manager
@@ -183,7 +184,7 @@ class World:
         self.clock = ManualClock()
         self.server = APIServer(self.clock, builtin_defaults=True)
         register_kueue_kinds(self.server)
-        self.integrations = reference_integrations(list(MODULES))
+        self.integrations = load_integrations(list(reference_names()))
         for integration in self.integrations:
             for crd in integration.load_crds():
                 self.server.register_crd(crd)

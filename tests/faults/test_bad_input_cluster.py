@@ -31,7 +31,7 @@ from typing import Any, Final
 
 import pytest
 
-from integrations.catalog import MODULES
+from integrations.catalog import reference_names
 from integrations.manager import (
     MUTATING_GVK,
     VALIDATING_GVK,
@@ -149,7 +149,8 @@ def crash_log() -> Iterator[CrashLog]:
 async def manager(client: RestClient, crash_log: CrashLog
                   ) -> AsyncIterator[ExternalFrameworkManager]:
     """Our manager running every reference integration, webhooks registered."""
-    options = ManagerOptions(integrations=tuple(MODULES), webhook_configuration_name=CONFIG_NAME,
+    options = ManagerOptions(integrations=reference_names(),
+                             webhook_configuration_name=CONFIG_NAME,
                              ready_timeout=120.0)
     async with ExternalFrameworkManager(client, options) as efm:
         yield efm

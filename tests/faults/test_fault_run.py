@@ -9,7 +9,7 @@ from pathlib import Path
 import attrs
 import pytest
 
-from integrations.catalog import MODULES
+from integrations.catalog import reference_names
 from jobframework.testing.cluster import ClusterInfo, LocalCluster
 
 from .harness import FaultRun, RunSettings
@@ -19,11 +19,11 @@ pytestmark = [pytest.mark.faults, pytest.mark.timeout(3600)]
 
 def settings_from(config: pytest.Config) -> RunSettings:
     names = config.getoption("--faults-integrations")
-    integrations = tuple(n for n in names.split(",") if n) if names else tuple(MODULES)
-    unknown = set(integrations) - set(MODULES)
+    integrations = tuple(n for n in names.split(",") if n) if names else reference_names()
+    unknown = set(integrations) - set(reference_names())
     if unknown:
         raise pytest.UsageError(f"--faults-integrations: unknown {sorted(unknown)}; "
-                                f"known: {sorted(MODULES)}")
+                                f"known: {sorted(reference_names())}")
     return RunSettings(
         seed=config.getoption("--faults-seed"),
         lifecycles=config.getoption("--faults-lifecycles"),

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from integrations.catalog import MODULES
+from integrations.catalog import reference_names
 
 from .harness import (
     POD_CPU,
@@ -32,7 +32,7 @@ def containers(node: object) -> list[dict[str, object]]:
     return out
 
 
-@pytest.mark.parametrize("integration", sorted(MODULES))
+@pytest.mark.parametrize("integration", sorted(reference_names()))
 def test_every_registered_integration_gets_a_queued_prioritised_object(
         integration: str) -> None:
     obj = lifecycle_object(integration, f"{integration}-0007", "ns", "q", "faults-high")
@@ -54,11 +54,11 @@ def test_nested_objects_are_renamed_per_lifecycle() -> None:
 
 
 def test_a_kind_is_watched_for_every_registered_integration() -> None:
-    kinds = watched_kinds(tuple(MODULES))
-    assert [k.gvk.kind for k in kinds] == ["JobFlow", "DaemonJob", "AppWrapper", "Job"]
+    kinds = watched_kinds(reference_names())
+    assert [k.gvk.kind for k in kinds] == ["AppWrapper", "Job", "DaemonJob", "JobFlow"]
 
 
-@pytest.mark.parametrize("integration", sorted(MODULES))
+@pytest.mark.parametrize("integration", sorted(reference_names()))
 def test_suspension_is_read_through_the_integrations_own_adapter(integration: str) -> None:
     obj = lifecycle_object(integration, "x", "ns", "q", "low")
     obj["spec"]["suspend"] = True

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from integrations.catalog import MODULES
+from integrations.catalog import reference_names
 from jobframework.testing.cluster import ClusterInfo, LocalCluster
 
 from .harness import FaultRun, RunSettings
@@ -25,7 +25,7 @@ async def test_load_across_every_integration_keeps_the_invariants(
     # No injected faults: the load alone, with room for 48 pods at once.
     settings = RunSettings(
         name="load", seed=request.config.getoption("--faults-seed"), lifecycles=n, kills=0,
-        compactions=0, integrations=tuple(MODULES), concurrency=96, quota_cpu="12",
+        compactions=0, integrations=reference_names(), concurrency=96, quota_cpu="12",
         high_priority=0.0, deactivations=0.0, deletions=0.02, use_proxy=False,
         finish_timeout=max(900.0, n * 1.0), sample_every=2.0)
 

@@ -24,10 +24,10 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from integrations.catalog import reference_integration
 from integrations.daemonjob import DAEMONJOB_GVK, NODES_ANNOTATION
 from integrations.jobflow import JOBFLOW_GVK
 from integrations.manager import ExternalFrameworkManager, ManagerOptions
+from jobframework.plugins import load_integration
 from jobframework.runtime.client import PropagationPolicy
 from jobframework.runtime.client.rest import RestClient
 from jobframework.runtime.objects import GVK, Object
@@ -98,7 +98,7 @@ async def envs(multikueue_clusters: tuple[MultiKueueClusters, MultiKueueEnvironm
                 client, ManagerOptions(integrations=ours)))
         # Kueue watches every kind of multiKueue.externalFrameworks on each worker.
         crds = [crd for name in MANAGER_INTEGRATIONS
-                for crd in reference_integration(name).load_crds()]
+                for crd in load_integration(name).load_crds()]
         await configure(manager, clusters.workers, workers, crds=crds)
         yield manager, workers
 

@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 import yaml
 
-from integrations.catalog import MODULES
+from integrations.catalog import reference_names
 from integrations.daemonjob import DAEMONJOB_GVK
 from integrations.deploy import render, rules_for
 from integrations.jobflow import JOBFLOW_GVK
@@ -61,7 +61,7 @@ TOPOLOGY = Topology(
     frameworks=("jobset.x-k8s.io/jobset",),
     external_frameworks=(*EXTERNAL_FRAMEWORKS, "Job.v1.batch"),
 )
-INTEGRATIONS = list(MODULES)
+INTEGRATIONS = list(reference_names())
 MANAGER_NS = "kueue-jobframework-system"
 SERVICE_ACCOUNT = "kueue-jobframework-controller-manager"
 KUEUE_CONFIG = {

@@ -32,6 +32,7 @@ from .rbac import RBAC
 from .setup import (
     CALLBACKS,
     FRAMEWORK_NAME,
+    REPLACES_BUILTIN,
     AppWrapperSetup,
     probe_object,
     register,
@@ -52,6 +53,7 @@ __all__ = [
     "GROUP",
     "PLURAL",
     "RBAC",
+    "REPLACES_BUILTIN",
     "USERID_LABEL",
     "USER_LABEL",
     "VERSION",

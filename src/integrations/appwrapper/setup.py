@@ -57,6 +57,7 @@ __all__ = [
     "CALLBACKS",
     "FRAMEWORK_NAME",
     "KUEUE_CONTROLLER_NAME",
+    "REPLACES_BUILTIN",
     "AppWrapperSetup",
     "probe_object",
     "register",
@@ -68,6 +69,9 @@ __all__ = [
 
 #: The name Kueue's configuration uses for this kind in ``integrations.externalFrameworks``.
 FRAMEWORK_NAME: Final = f"{APPWRAPPER_GVK.kind}.{APPWRAPPER_GVK.version}.{APPWRAPPER_GVK.group}"
+#: Kueue's own built-in framework for AppWrappers, which must be switched off where this
+#: integration runs (``deploy`` drops it from ``integrations.frameworks``).
+REPLACES_BUILTIN: Final = "workload.codeflare.dev/appwrapper"
 #: The reporting controller of the Kueue-side events.
 KUEUE_CONTROLLER_NAME: Final = "appwrapper-kueue-controller"
 

@@ -12,7 +12,6 @@
 """
 
 from .kueue_config import (
-    REPLACED_BUILTINS,
     KueueConfigPatchError,
     configuration_patch,
     patch_configmap,
@@ -40,7 +39,6 @@ from .render import (
 __all__ = [
     "DEFAULT_IMAGE",
     "DEFAULT_NAMESPACE",
-    "REPLACED_BUILTINS",
     "WEBHOOK_CONFIGURATION_NAME",
     "CertManagement",
     "KueueConfigPatchError",

@@ -21,9 +21,10 @@ from typing import Any
 
 import yaml
 
-from integrations.catalog import DEFAULT_INTEGRATIONS, MODULES
+from integrations.catalog import DEFAULT_INTEGRATIONS, parse_integrations
 from jobframework.config import CONFIGMAP_KEY, DEFAULT_CONFIGMAP_NAME
 from jobframework.config import DEFAULT_NAMESPACE as KUEUE_NAMESPACE
+from jobframework.plugins import IntegrationLoadError
 
 from .kueue_config import KueueConfigPatchError, patch_configmap, patch_configuration
 from .render import DEFAULT_IMAGE, DEFAULT_NAMESPACE, rbac_manifests, to_yaml, write
@@ -31,20 +32,11 @@ from .render import DEFAULT_IMAGE, DEFAULT_NAMESPACE, rbac_manifests, to_yaml, w
 __all__ = ["main"]
 
 
-def _integrations(value: str) -> tuple[str, ...]:
-    names = tuple(n.strip() for n in value.split(",") if n.strip())
-    unknown = [n for n in names if n not in MODULES]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(
-            f"unknown integration(s) {', '.join(unknown) or '(none given)'}; "
-            f"choose from {', '.join(MODULES)}")
-    return names
-
-
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--integrations", type=_integrations, default=DEFAULT_INTEGRATIONS,
-                        help=f"comma-separated integrations the manager runs, of "
-                             f"{', '.join(MODULES)} (default: "
+    parser.add_argument("--integrations", type=parse_integrations, default=DEFAULT_INTEGRATIONS,
+                        help=f"comma-separated integrations the manager runs, by the "
+                             "names installed distributions declare (entry-point group "
+                             "kueue_jobframework.integrations) (default: "
                              f"{','.join(DEFAULT_INTEGRATIONS)})")
     parser.add_argument("--kueue-namespace", default=KUEUE_NAMESPACE,
                         help=f"Kueue's namespace, where its ConfigMap is (default: "
@@ -92,7 +84,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
                     "replace removed from integrations.frameworks.")
     k.add_argument("input", nargs="?", default="-",
                    help="the ConfigMap or Configuration YAML file ('-': standard input)")
-    k.add_argument("--integrations", type=_integrations, default=DEFAULT_INTEGRATIONS,
+    k.add_argument("--integrations", type=parse_integrations, default=DEFAULT_INTEGRATIONS,
                    help=f"comma-separated integrations the manager runs (default: "
                         f"{','.join(DEFAULT_INTEGRATIONS)})")
     k.add_argument("--key", default=CONFIGMAP_KEY,
@@ -124,6 +116,14 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python -m integratio
     """Entry point: ``argv`` without the program name (default: ``sys.argv[1:]``);
     ``prog`` is the name usage messages show. Returns the exit code."""
     args = _parser(prog).parse_args(argv)
+    try:
+        return _command(args)
+    except IntegrationLoadError as err:
+        print(f"{args.command}: {err}", file=sys.stderr)
+        return 2
+
+
+def _command(args: argparse.Namespace) -> int:
     if args.command == "render":
         overlay = None if args.no_cert_manager_overlay or args.cert_management != "internal" \
             else (args.cert_manager_output or args.output.resolve().parent / "cert-manager")

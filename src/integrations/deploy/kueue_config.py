@@ -7,9 +7,11 @@ cannot edit one field of that string, so the change is made here, on the documen
 - every integration we run is added to ``integrations.externalFrameworks`` (Kueue then
   leaves those kinds to us and treats them as Kueue-managed owners);
 - Kueue's built-in integration for a kind we take over is removed from
-  ``integrations.frameworks`` (:data:`REPLACED_BUILTINS`): ``workload.codeflare.dev/appwrapper``
-  when our ``appwrapper`` runs, ``batch/job`` when our ``batchjob`` does. Otherwise both
-  Kueue and we would default, validate and reconcile the same objects.
+  ``integrations.frameworks`` (what each integration declares it replaces,
+  :attr:`jobframework.plugins.Integration.replaces_builtin`):
+  ``workload.codeflare.dev/appwrapper`` when our ``appwrapper`` runs, ``batch/job`` when
+  our ``batchjob`` does. Otherwise both Kueue and we would default, validate and
+  reconcile the same objects.
 
 :func:`configuration_patch` is the fragment to merge by hand (``config/default/
 kueue-config-patch.yaml``); :func:`patch_configuration` / :func:`patch_configmap` apply
@@ -20,16 +22,15 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Any
 
 import yaml
 
-from integrations.catalog import FRAMEWORK_NAMES
 from jobframework.config import API_VERSION, CONFIGMAP_KEY, DEFAULT_JOB_FRAMEWORK_NAME
+from jobframework.plugins import load_integrations
 from jobframework.runtime.objects import Object
 
 __all__ = [
-    "REPLACED_BUILTINS",
     "KueueConfigPatchError",
     "configuration_patch",
     "external_frameworks",
@@ -38,29 +39,20 @@ __all__ = [
     "replaced_builtins",
 ]
 
-#: Our integration → the built-in Kueue framework it replaces (to be switched off).
-REPLACED_BUILTINS: Final = {
-    "appwrapper": "workload.codeflare.dev/appwrapper",
-    "batchjob": DEFAULT_JOB_FRAMEWORK_NAME,
-}
-
-
 class KueueConfigPatchError(ValueError):
     """The Configuration cannot be changed as asked; the message says why."""
 
 
 def external_frameworks(integrations: Sequence[str]) -> list[str]:
-    """The ``integrations.externalFrameworks`` entries of ``integrations``, in order."""
-    unknown = [n for n in integrations if n not in FRAMEWORK_NAMES]
-    if unknown:
-        raise ValueError(f"unknown integration(s) {', '.join(unknown)}; known: "
-                         f"{', '.join(FRAMEWORK_NAMES)}")
-    return [FRAMEWORK_NAMES[n] for n in dict.fromkeys(integrations)]
+    """The ``integrations.externalFrameworks`` entries of the installed ``integrations``,
+    in order."""
+    return [i.framework_name for i in load_integrations(integrations)]
 
 
 def replaced_builtins(integrations: Sequence[str]) -> list[str]:
     """The built-in frameworks Kueue must not run beside ``integrations``."""
-    return [REPLACED_BUILTINS[n] for n in dict.fromkeys(integrations) if n in REPLACED_BUILTINS]
+    return [i.replaces_builtin for i in load_integrations(integrations)
+            if i.replaces_builtin is not None]
 
 
 def configuration_patch(integrations: Sequence[str]) -> Object:

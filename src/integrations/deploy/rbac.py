@@ -25,14 +25,13 @@ ServiceAccount.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Sequence
 from typing import Final
 
-from integrations.catalog import MODULES
 from integrations.manager import DEFAULT_CERT_SECRET, ManagerOptions
 from jobframework import reconciler_rbac
 from jobframework.config import DEFAULT_CONFIGMAP_NAME, DEFAULT_NAMESPACE
+from jobframework.plugins import load_integration
 from jobframework.rbac import (
     MANAGER_NAMESPACE,
     PolicyRule,
@@ -107,16 +106,8 @@ def manager_rbac(*, kueue_namespace: str = DEFAULT_NAMESPACE,
 
 
 def integration_rbac(name: str) -> tuple[PolicyRule, ...]:
-    """The ``RBAC`` the integration ``name`` (a key of
-    :data:`~integrations.catalog.MODULES`) declares."""
-    try:
-        module_name = MODULES[name]
-    except KeyError:
-        raise ValueError(f"unknown integration {name!r}; known: {', '.join(MODULES)}") from None
-    rules = getattr(importlib.import_module(module_name), "RBAC", None)
-    if not isinstance(rules, tuple) or not all(isinstance(r, PolicyRule) for r in rules):
-        raise TypeError(f"integration {name!r} does not export RBAC (a tuple of PolicyRule)")
-    return rules
+    """The ``RBAC`` the installed integration ``name`` declares."""
+    return load_integration(name).rbac
 
 
 def rules_for(integrations: Sequence[str], *, kueue_namespace: str = DEFAULT_NAMESPACE,

@@ -16,7 +16,6 @@ render (``python -m integrations.deploy render --output config/default`` rewrite
 from __future__ import annotations
 
 import copy
-import importlib
 import os
 from collections.abc import Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
@@ -26,7 +25,7 @@ from typing import Any, Final, Literal
 import jsonpatch
 import yaml
 
-from integrations.catalog import DEFAULT_INTEGRATIONS, MODULES, reference_integrations
+from integrations.catalog import DEFAULT_INTEGRATIONS
 from integrations.manager import (
     DEFAULT_CERT_SECRET,
     DEFAULT_MANAGER_NAMESPACE,
@@ -35,10 +34,10 @@ from integrations.manager import (
 )
 from jobframework.config import CONFIGMAP_KEY, DEFAULT_CONFIGMAP_NAME
 from jobframework.config import DEFAULT_NAMESPACE as KUEUE_NAMESPACE
+from jobframework.plugins import check_names, load_integration, load_integrations
 from jobframework.runtime.objects import Object
 from jobframework.webhook import (
     ServiceRef,
-    WebhookServer,
     mutating_webhook_configuration,
     validating_webhook_configuration,
 )
@@ -135,12 +134,7 @@ def _meta(name: str, namespace: str | None = None, **labels: str) -> Object:
 
 
 def _check_integrations(integrations: Sequence[str]) -> tuple[str, ...]:
-    names = tuple(dict.fromkeys(integrations))
-    unknown = [n for n in names if n not in MODULES]
-    if unknown or not names:
-        raise ValueError(f"unknown integration(s) {', '.join(unknown) or '(none given)'}; "
-                         f"known: {', '.join(MODULES)}")
-    return names
+    return check_names(integrations)
 
 
 # --- the pieces -----------------------------------------------------------------------------
@@ -226,13 +220,9 @@ def _deployment(integrations: Sequence[str], *, namespace: str, image: str, repl
 
 
 def webhook_paths(name: str) -> list[str]:
-    """The paths the webhook setup of integration ``name`` registers (its
+    """The paths the webhook setup of the installed integration ``name`` registers (its
     ``CALLBACKS.setup_webhook``, run on a server that never listens)."""
-    callbacks = getattr(importlib.import_module(MODULES[name]), "CALLBACKS", None)
-    setup_webhook = getattr(callbacks, "setup_webhook", None)
-    if setup_webhook is None:
-        return []
-    return list(setup_webhook(WebhookServer(), None))
+    return load_integration(name).webhook_paths()
 
 
 def rbac_manifests(integrations: Sequence[str], *, namespace: str = DEFAULT_NAMESPACE,
@@ -249,8 +239,8 @@ def rbac_manifests(integrations: Sequence[str], *, namespace: str = DEFAULT_NAME
 def _webhook_configurations(integrations: Sequence[str], namespace: str) -> list[Object]:
     paths: list[str] = []
     resources = []
-    for integration in reference_integrations(integrations):
-        paths += webhook_paths(integration.name)
+    for integration in load_integrations(integrations):
+        paths += integration.webhook_paths()
         resources += integration.webhook_resources()
     mutating, validating = webhook_specs(paths, resources)
     service = ServiceRef(WEBHOOK_SERVICE, namespace, 443)
@@ -266,7 +256,7 @@ def _webhook_configurations(integrations: Sequence[str], namespace: str) -> list
 
 def _crds(integrations: Sequence[str]) -> list[Object]:
     out: list[Object] = []
-    for integration in reference_integrations(integrations):
+    for integration in load_integrations(integrations):
         for crd in integration.load_crds():
             crd = copy.deepcopy(crd)
             crd.pop("status", None)
@@ -361,9 +351,8 @@ def render(
     kueue_namespace: str = KUEUE_NAMESPACE,
     kueue_configmap: str = DEFAULT_CONFIGMAP_NAME,
 ) -> dict[str, list[Object]]:
-    """The kustomize base running ``integrations`` (keys of
-    :data:`~integrations.catalog.MODULES`): file name → objects, ``kustomization.yaml``
-    included.
+    """The kustomize base running ``integrations`` (installed integration names, see
+    :mod:`jobframework.plugins`): file name → objects, ``kustomization.yaml`` included.
 
     With ``cert_management="cert-manager"`` the base is self-contained in that form (what
     the base plus :func:`cert_manager_overlay` builds to, plus the Issuer and Certificate

@@ -39,7 +39,7 @@ import yaml
 
 from integrations.__main__ import manager_options
 from integrations.__main__ import parser as cli_parser
-from integrations.catalog import MODULES, reference_integrations
+from integrations.catalog import reference_names
 from integrations.deploy import WEBHOOK_CONFIGURATION_NAME, render
 from integrations.manager import CertRotation, ExternalFrameworkManager
 from jobframework import constants as c
@@ -52,6 +52,7 @@ from jobframework.config import (
     reconciler_options_from,
 )
 from jobframework.integrations import IntegrationManager
+from jobframework.plugins import load_integrations
 from jobframework.runtime.clock import ManualClock
 from jobframework.runtime.manager import Manager
 from jobframework.runtime.objects import GVK, Object, name_of
@@ -213,7 +214,7 @@ class World:
         self.clock = ManualClock()
         self.server = APIServer(self.clock, builtin_defaults=True)
         register_kueue_kinds(self.server)
-        for integration in reference_integrations(list(MODULES)):
+        for integration in load_integrations(list(reference_names())):
             for crd in integration.load_crds():
                 self.server.register_crd(crd)
         for group, version, kind, plural in EXTRA_KINDS:
@@ -245,7 +246,7 @@ class World:
             "integrations": {"frameworks": ["kubeflow.org/mpijob"],
                              "externalFrameworks": [
                                  integration.framework_name
-                                 for integration in reference_integrations(list(MODULES))]},
+                                 for integration in load_integrations(list(reference_names()))]},
             "objectRetentionPolicies": {"workloads": {"afterDeactivatedByKueue": "0s"}},
         }
         await self.admin.create({"apiVersion": "v1", "kind": "ConfigMap",
@@ -352,7 +353,7 @@ class World:
 async def _in_cluster_manager(world: World, recorder: RecordingClient, config: Configuration,
                               cert_dir: Path) -> None:
     """The manager as the rendered Deployment runs it, started and stopped."""
-    files = render(list(MODULES), namespace=MANAGER_NAMESPACE)
+    files = render(list(reference_names()), namespace=MANAGER_NAMESPACE)
     for obj in files["webhooks.yaml"]:
         await world.admin.create(obj)
     (deployment,) = files["deployment.yaml"]
@@ -385,7 +386,7 @@ async def _in_cluster_manager(world: World, recorder: RecordingClient, config: C
 
 
 async def _integrations(world: World, recorder: RecordingClient, config: Configuration) -> None:
-    integrations = reference_integrations(list(MODULES))
+    integrations = load_integrations(list(reference_names()))
     im = IntegrationManager()
     for integration in integrations:
         integration.register(im)

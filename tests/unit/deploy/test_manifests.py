@@ -16,7 +16,7 @@ import yaml
 
 from integrations.__main__ import manager_options
 from integrations.__main__ import parser as cli_parser
-from integrations.catalog import DEFAULT_INTEGRATIONS, MODULES, reference_integration
+from integrations.catalog import DEFAULT_INTEGRATIONS, reference_names
 from integrations.deploy import (
     WEBHOOK_CONFIGURATION_NAME,
     KueueConfigPatchError,
@@ -39,6 +39,7 @@ from integrations.deploy.render import (
 )
 from integrations.manager import ManagerOptions
 from jobframework.config import CONFIGMAP_KEY, parse_configuration
+from jobframework.plugins import load_integration
 from jobframework.rbac import PolicyRule
 from jobframework.runtime.objects import Object
 
@@ -205,7 +206,7 @@ def test_kustomization_lists_every_resource_but_the_kueue_patch() -> None:
 # --- webhooks -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("integrations", [DEFAULT_INTEGRATIONS, tuple(MODULES), ("batchjob",)])
+@pytest.mark.parametrize("integrations", [DEFAULT_INTEGRATIONS, reference_names(), ("batchjob",)])
 def test_webhooks_cover_every_kind_of_the_integrations(integrations: tuple[str, ...]) -> None:
     files = render(integrations)
     configs = {o["kind"]: o for o in files["webhooks.yaml"]}
@@ -223,10 +224,10 @@ def test_webhooks_cover_every_kind_of_the_integrations(integrations: tuple[str, 
     intercepted = {(r["apiGroups"][0], r["resources"][0], op)
                    for h in hooks for r in h["rules"] for op in r["operations"]}
     for name in integrations:
-        for res in reference_integration(name).webhook_resources():
+        for res in load_integration(name).webhook_resources():
             assert (res.group, res.plural, "CREATE") in intercepted, (name, res.kind)
             assert (res.group, res.plural, "UPDATE") in intercepted, (name, res.kind)
-        gvk = reference_integration(name).gvk
+        gvk = load_integration(name).gvk
         mutating = [h for h in configs["MutatingWebhookConfiguration"]["webhooks"]
                     if h["rules"][0]["apiGroups"] == [gvk.group]
                     and h["name"].startswith(f"m{gvk.kind.lower()}.")]
@@ -274,7 +275,7 @@ def _covered(rendered: Iterable[tuple[str | None, PolicyRule]], needed: PolicyRu
         for n in names)
 
 
-@pytest.mark.parametrize("name", list(MODULES))
+@pytest.mark.parametrize("name", list(reference_names()))
 def test_rbac_includes_each_integrations_rules(name: str) -> None:
     files = render([name])
     rendered = _rendered_rules(files)
@@ -318,7 +319,7 @@ def test_rbac_command_prints_the_rbac_manifest() -> None:
 
 
 def test_crds_of_every_integration() -> None:
-    files = render(tuple(MODULES))
+    files = render(reference_names())
     names = {c["metadata"]["name"] for c in files["crds.yaml"]}
     assert names == {"jobflows.api.practice.com", "jobtemplates.api.practice.com",
                      "daemonjobs.api.practice.com", "appwrappers.workload.codeflare.dev"}

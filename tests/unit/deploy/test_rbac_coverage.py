@@ -23,7 +23,7 @@ from collections.abc import Iterator
 import attrs
 import pytest
 
-from integrations.catalog import MODULES
+from integrations.catalog import reference_names
 from integrations.deploy import rules_for
 from jobframework.rbac import merge_rules
 
@@ -44,7 +44,7 @@ EXPECTED_UNUSED: dict[tuple[str, str, str], str] = {
         "the controller's repair of a DaemonJob without its nodes annotation",
 }
 
-RULES = merge_rules(rules_for(list(MODULES)))
+RULES = merge_rules(rules_for(list(reference_names())))
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from tests.unit.batchjob.helpers import World, base_job
 
 from integrations.batchjob import CALLBACKS as BATCH_CALLBACKS
 from integrations.batchjob import FRAMEWORK_NAME
-from integrations.catalog import DEFAULT_INTEGRATIONS, by_framework_name
+from integrations.catalog import DEFAULT_INTEGRATIONS
 from jobframework import constants as c
 from jobframework.config import (
     API_VERSION,
@@ -36,6 +36,7 @@ from jobframework.config import (
 )
 from jobframework.constants import VERSION_PROFILES, FeatureGate, FeatureGates, KueueVersion
 from jobframework.integrations import IntegrationManager
+from jobframework.plugins import by_framework_name
 from jobframework.reconciler import ReconcilerOptions, WorkloadRetentionPolicy, setup_controllers
 from jobframework.runtime.clock import ManualClock
 from jobframework.runtime.errors import NotFound

@@ -11,7 +11,7 @@ import attrs
 import pytest
 
 from integrations.__main__ import main, parser
-from integrations.catalog import DEFAULT_INTEGRATIONS, FRAMEWORK_NAMES, Wiring
+from integrations.catalog import DEFAULT_INTEGRATIONS
 from integrations.manager import ExternalFrameworkManager, ManagerOptions, select_integrations
 from jobframework.config import (
     API_VERSION,
@@ -22,13 +22,14 @@ from jobframework.config import (
     parse_configuration,
 )
 from jobframework.constants import FeatureGate, KueueVersion
+from jobframework.plugins import Wiring
 from jobframework.reconciler import ReconcilerOptions
 from jobframework.runtime.manager import Manager
 from jobframework.testing import APIServer
 from jobframework.webhook import WebhookServer
 
-JOBFLOW = FRAMEWORK_NAMES["jobflow"]
-APPWRAPPER = FRAMEWORK_NAMES["appwrapper"]
+JOBFLOW = "JobFlow.v1alpha1.api.practice.com"
+APPWRAPPER = "AppWrapper.v1beta2.workload.codeflare.dev"
 
 
 def config(**fields: Any) -> Configuration:
@@ -100,14 +101,16 @@ def test_without_external_frameworks_all_integrations_run() -> None:
 def test_external_frameworks_pick_the_integrations() -> None:
     cfg = config(integrations={"externalFrameworks": [APPWRAPPER, "Foo.v1.example.com",
                                                       JOBFLOW]})
-    assert select_integrations(cfg) == ("jobflow", "appwrapper")
+    # In the Configuration's order; entries of no installed integration are left alone.
+    assert select_integrations(cfg) == ("appwrapper", "jobflow")
     assert select_integrations(cfg, ("daemonjob",)) == ("daemonjob",), \
         "--integrations says otherwise"
 
 
 def test_external_frameworks_with_none_of_ours_is_a_startup_error() -> None:
     cfg = config(integrations={"externalFrameworks": ["Foo.v1.example.com"]})
-    with pytest.raises(ConfigurationError, match="lists none of our reference integrations"):
+    with pytest.raises(ConfigurationError, match=r"lists none of the installed integrations "
+                                                 r"\(appwrapper, batchjob, daemonjob, jobflow\)"):
         select_integrations(cfg)
 
 
