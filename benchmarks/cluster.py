@@ -6,7 +6,11 @@ in one invocation:
 * ``kueue``: Kueue's built-in ``batch/job`` integration manages the Jobs;
 * ``python``: Kueue's ``batch/job`` is off and ``Job.v1.batch`` is an external framework;
   our manager (``python -m integrations run --integrations batchjob``) runs as its own
-  process beside Kueue, so its CPU time and memory are its own.
+  process beside Kueue, so its CPU time and memory are its own;
+* ``embedded`` (with ``--embedded``): the same, with the integration set up the documented
+  embedded way instead (``embedded.py``: ``Manager(client)`` + ``setup_controllers(...,
+  configuration=<Kueue's file>)`` run by ``jobframework.runtime.run``), to show it
+  performs as the shipped manager does: each pair's row sets it against both.
 
 On each, ``N`` queued Jobs (10m cpu, one pod each) are created ``--concurrency`` at a time
 into a ClusterQueue with ample quota, and the benchmark records when each Job is first seen
@@ -17,6 +21,7 @@ CPU seconds per Job and peak RSS; then the ratios python/kueue.
 
     python benchmarks/cluster.py --jobs 500               # one size
     python benchmarks/cluster.py --jobs 500 --jobs 5000   # several
+    python benchmarks/cluster.py --jobs 300 --embedded    # the embedded manager too
     nox -s bench-cluster -- --jobs 500
 
 Results go to ``benchmarks/cluster-results.json`` (``--output -`` for none).
@@ -64,6 +69,11 @@ QUEUE = "bench"
 BENCH_AGENT = "kueue-jf-bench"
 OUR_AGENT = "kueue-jobframework"
 RESULTS = Path(__file__).with_name("cluster-results.json")
+#: The embedded side's program.
+EMBEDDED = Path(__file__).with_name("embedded.py")
+#: The sides measured in each pair: Go Kueue's Job integration, the shipped manager,
+#: and (``--embedded``) the integration embedded in a program of one's own.
+SIDES = ("kueue", "python", "embedded")
 
 #: Nodes big enough that every benchmark pod is placed (pods stay Running: the run time
 #: is far longer than a benchmark, so no completion churn skews either side).
@@ -284,12 +294,33 @@ async def our_manager(kubeconfig: str, log: Path, profile: Path | None = None,
     """Our external-framework manager for batch/v1 Jobs as a process; yields its pid once
     started. With ``profile``, it runs under cProfile (stats written there when it stops);
     with ``pythonpath``, from that source tree instead of the installed one."""
+    env = None if pythonpath is None else dict(os.environ, PYTHONPATH=pythonpath)
+    async with _manager_process(
+            ["-m", "integrations", "run", "--kubeconfig", kubeconfig,
+             "--integrations", integrations], log, profile, env) as pid:
+        yield pid
+
+
+@contextlib.asynccontextmanager
+async def embedded_manager(kubeconfig: str, kueue_config: Path, log: Path,
+                           profile: Path | None = None) -> AsyncIterator[int]:
+    """The batch/v1 Job integration embedded the documented way (``embedded.py``), as a
+    process reading Kueue's own Configuration file; yields its pid once started."""
+    async with _manager_process(
+            [str(EMBEDDED), "--kubeconfig", kubeconfig, "--kueue-config", str(kueue_config)],
+            log, profile) as pid:
+        yield pid
+
+
+@contextlib.asynccontextmanager
+async def _manager_process(argv: list[str], log: Path, profile: Path | None = None,
+                           env: dict[str, str] | None = None) -> AsyncIterator[int]:
+    """``python ARGV`` (under cProfile with ``profile``), output to ``log``; stopped with
+    SIGTERM (SIGKILL after a minute) on exit."""
     out = log.open("wb")
     prefix = ["-m", "cProfile", "-o", str(profile)] if profile else []
-    env = None if pythonpath is None else dict(os.environ, PYTHONPATH=pythonpath)
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, *prefix, "-m", "integrations", "run", "--kubeconfig", kubeconfig,
-        "--integrations", integrations, stdout=out, stderr=asyncio.subprocess.STDOUT,
+        sys.executable, *prefix, *argv, stdout=out, stderr=asyncio.subprocess.STDOUT,
         env=env)
     try:
         yield proc.pid
@@ -408,6 +439,11 @@ async def run_side(side: str, topology: Topology, sizes: list[int], concurrency:
                     pid = await stack.enter_async_context(
                         our_manager(info.kubeconfig, state_dir / "logs" / "our-manager.log",
                                     profile))
+                elif side == "embedded":
+                    # Kueue's own file: the local cluster's Kueue reads it (no ConfigMap).
+                    pid = await stack.enter_async_context(embedded_manager(
+                        info.kubeconfig, state_dir / "config" / "kueue.yaml",
+                        state_dir / "logs" / "embedded-manager.log", profile))
                 await wait_for(f"{side}: the Job webhook to suspend a queued Job",
                                lambda: _suspends(client, "bench-probe"), 180)
                 for n in sizes:
@@ -710,6 +746,40 @@ def writes(r: SideResult, controller: str) -> float:
     return sum(v for k, v in verbs.items() if k in ("create", "update", "patch", "delete"))
 
 
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return round(a / b, 3) if a is not None and b else None
+
+
+def embedded_comparison(k: SideResult, p: SideResult, e: SideResult) -> dict[str, Any]:
+    """The embedded side of one pair: its figures, and its ratios to Go Kueue's and to
+    the shipped manager's (all three ran one after the other on this machine)."""
+    return {
+        "throughput": e.throughput, "p50": e.p50, "p99": e.p99,
+        "ratio_to_kueue": {"throughput": _ratio(e.throughput, k.throughput),
+                           "p50": _ratio(e.p50, k.p50), "p99": _ratio(e.p99, k.p99)},
+        "ratio_to_shipped": {"throughput": _ratio(e.throughput, p.throughput),
+                             "p50": _ratio(e.p50, p.p50), "p99": _ratio(e.p99, p.p99),
+                             "cpu_ms_per_job": _ratio(e.cpu_ms_per_job, p.cpu_ms_per_job),
+                             "peak_rss_mb": _ratio(e.peak_rss_mb, p.peak_rss_mb)},
+        "cpu_ms_per_job": e.cpu_ms_per_job, "peak_rss_mb": e.peak_rss_mb,
+        "job_controller_writes_per_job": round(writes(e, "ours"), 3),
+        "kueue_cpu_ms_per_job": e.kueue_cpu_ms_per_job,
+        "requests_per_job": e.requests_per_job,
+        "event_lag_seconds": {"p50": e.event_lag_p50, "p99": e.event_lag_p99},
+        "job_webhook_ms": e.job_webhook_ms,
+    }
+
+
+def say_embedded(e: dict[str, Any], say: Any) -> None:
+    to_go, to_shipped = e["ratio_to_kueue"], e["ratio_to_shipped"]
+    say(f"  embedded: {e['throughput']} Jobs/s (x{to_go['throughput']} Go, "
+        f"x{to_shipped['throughput']} shipped), p99 {e['p99']}s (x{to_go['p99']} Go, "
+        f"x{to_shipped['p99']} shipped); {e['cpu_ms_per_job']} ms CPU per Job "
+        f"(x{to_shipped['cpu_ms_per_job']} shipped), peak RSS {e['peak_rss_mb']} MB "
+        f"(x{to_shipped['peak_rss_mb']} shipped); {e['job_controller_writes_per_job']} "
+        "writes per Job")
+
+
 def report(results: list[SideResult], say: Any) -> list[dict[str, Any]]:
     rows = []
     by = {(r.side, r.jobs, r.pair): r for r in results}
@@ -727,7 +797,7 @@ def report(results: list[SideResult], say: Any) -> list[dict[str, Any]]:
         cpu_ratio = (round(p.cpu_ms_per_job / kueue_job_cpu, 3)
                      if (kueue_job_cpu or 0) > 0 and p.cpu_ms_per_job is not None
                      else None)
-        row = {
+        row: dict[str, Any] = {
             "jobs": n,
             "pair": pair,
             "throughput": {"kueue": k.throughput, "python": p.throughput,
@@ -751,6 +821,9 @@ def report(results: list[SideResult], say: Any) -> list[dict[str, Any]]:
             # The API server's mean time per call in each side's Job webhooks.
             "job_webhook_ms": {"kueue": k.job_webhook_ms, "python": p.job_webhook_ms},
         }
+        e = by.get(("embedded", n, pair))
+        if e is not None:
+            row["embedded"] = embedded_comparison(k, p, e)
         rows.append(row)
         say(f"\nN={n}{f' (pair {pair + 1})' if pair else ''}: throughput {k.throughput} (Go) "
             f"vs {p.throughput} (ours) Jobs/s -> ratio {row['throughput']['ratio']}")
@@ -769,11 +842,37 @@ def report(results: list[SideResult], say: Any) -> list[dict[str, Any]]:
             f"{p.kueue_cpu_ms_per_job} beside ours (so its Job reconciler and webhook cost "
             f"about {kueue_job_cpu} ms, ours / that {cpu_ratio}); peak RSS {k.kueue_peak_rss_mb} / "
             f"{p.kueue_peak_rss_mb} MB")
-        for side, r in (("kueue", k), ("python", p)):
+        if e is not None:
+            say_embedded(row["embedded"], say)
+        for side, r in (("kueue", k), ("python", p), ("embedded", e)):
+            if r is None:
+                continue
             say(f"  [{side}] requests per Job: " + "; ".join(
                 f"{c}: " + ", ".join(f"{v} {verb}" for verb, v in sorted(verbs.items()))
                 for c, verbs in sorted(r.requests_per_job.items())))
     return rows
+
+
+def _medians(values: list[float | None]) -> dict[str, Any] | None:
+    known = [v for v in values if v is not None]
+    return {"median_ratio": round(statistics.median(known), 3), "ratios": known} \
+        if known else None
+
+
+def embedded_summary(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The embedded side over the pairs of one size: the median of its ratios to Go Kueue
+    and to the shipped manager, each taken within its pair; None under two pairs."""
+    mine = [r["embedded"] for r in rows if "embedded" in r]
+    if len(mine) < 2:
+        return None
+    return {
+        "pairs": len(mine),
+        "ratio_to_kueue": {key: _medians([e["ratio_to_kueue"][key] for e in mine])
+                           for key in ("throughput", "p50", "p99")},
+        "ratio_to_shipped": {key: _medians([e["ratio_to_shipped"][key] for e in mine])
+                             for key in ("throughput", "p50", "p99", "cpu_ms_per_job",
+                                         "peak_rss_mb")},
+    }
 
 
 def summary(rows: list[dict[str, Any]], say: Any) -> list[dict[str, Any]]:
@@ -797,6 +896,9 @@ def summary(rows: list[dict[str, Any]], say: Any) -> list[dict[str, Any]]:
         cpu_ratios = [r["cpu_ratio"] for r in mine if r.get("cpu_ratio") is not None]
         item["cpu_ratio"] = {"median_ratio": round(statistics.median(cpu_ratios), 3),
                              "ratios": cpu_ratios} if cpu_ratios else None
+        embedded = embedded_summary(mine)
+        if embedded is not None:
+            item["embedded"] = embedded
         out.append(item)
         say(f"\nN={n}, {len(mine)} pairs: throughput ratio median "
             f"{item['throughput']['median_ratio']} {item['throughput']['ratios']}, p99 ratio "
@@ -806,6 +908,15 @@ def summary(rows: list[dict[str, Any]], say: Any) -> list[dict[str, Any]]:
             + (f", ours / Kueue's job reconciler and webhooks in CPU per Job median "
                f"{item['cpu_ratio']['median_ratio']} {item['cpu_ratio']['ratios']}"
                if cpu_ratios else ""))
+        if embedded is not None:
+            shipped = embedded["ratio_to_shipped"]
+            spread = item["throughput"]["ratios"]
+            say(f"  embedded / shipped, median of {embedded['pairs']} pairs: throughput "
+                f"{shipped['throughput']['median_ratio']} {shipped['throughput']['ratios']}, "
+                f"p99 {shipped['p99']['median_ratio']} {shipped['p99']['ratios']}, CPU per "
+                f"Job {(shipped['cpu_ms_per_job'] or {}).get('median_ratio')}, peak RSS "
+                f"{(shipped['peak_rss_mb'] or {}).get('median_ratio')}; the shipped / Go "
+                f"throughput ratio spread over {min(spread)}-{max(spread)} in the same pairs")
     return out
 
 
@@ -813,8 +924,10 @@ async def run_all(args: argparse.Namespace, say: Any) -> list[SideResult]:
     sizes = args.jobs or [500]
     results: list[SideResult] = []
     sides = [("kueue", KUEUE_TOPOLOGY), ("python", PYTHON_TOPOLOGY)]
+    if args.embedded or args.only == "embedded":
+        sides.append(("embedded", PYTHON_TOPOLOGY))
     for pair in range(args.pairs):
-        # A B, B A, A B ...: neither side always runs first.
+        # A B (C), (C) B A, A B (C) ...: no side always runs first.
         for side, topology in (sides if pair % 2 == 0 else sides[::-1]):
             if args.only and side != args.only:
                 continue
@@ -832,7 +945,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pairs", type=int, default=1,
                    help="run both sides this many times, alternating which goes first, and "
                         "report the median of the ratios of each pair")
-    p.add_argument("--only", choices=("kueue", "python"), help="one side only")
+    p.add_argument("--only", choices=SIDES, help="one side only")
+    p.add_argument("--embedded", action="store_true",
+                   help="a third side in each pair: the batch/v1 Job integration embedded "
+                        "the documented way (embedded.py), set against Go Kueue's and the "
+                        "shipped manager's")
     p.add_argument("--output", default=str(RESULTS), help="results file ('-' for none)")
     p.add_argument("--memory", type=int, default=0, metavar="N",
                    help="also measure our manager's memory with N Jobs and N Workloads "

@@ -84,6 +84,7 @@ from jobframework.runtime.client import Client
 from jobframework.runtime.clock import RealClock, rfc3339
 from jobframework.runtime.manager import Manager
 from jobframework.runtime.objects import GVK, Object, deep_copy
+from jobframework.runtime.runner import loop_runner
 from jobframework.testing import APIServer
 from jobframework.webhook import WebhookServer
 from jobframework.webhook.admission import review
@@ -1195,18 +1196,6 @@ def _dump(profiler: cProfile.Profile, args: argparse.Namespace, scenario: str) -
         profiler.dump_stats(f"{args.dump}.{scenario}.pstats")
 
 
-def _loop_runner(choice: str) -> Callable[[Any], Any]:
-    if choice in ("auto", "uvloop"):
-        try:
-            import uvloop
-        except ImportError:
-            if choice == "uvloop":
-                raise
-        else:
-            return uvloop.run
-    return asyncio.run
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--scenario", nargs="*",
@@ -1236,7 +1225,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", default="-", help="JSON results file ('-' for none)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    run = _loop_runner(args.loop)
+    run = loop_runner(args.loop)  # the shipped runner's choice of loop
     GCTimer.enabled = args.gc_time
     if args.child:
         logging.basicConfig(level=logging.WARNING)

@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
+import functools
 import logging
 import os
-import signal
 import sys
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from integrations._logging import configure_logging
 from integrations.catalog import DEFAULT_INTEGRATIONS, parse_integrations
@@ -44,6 +42,7 @@ from jobframework.config import (
 )
 from jobframework.constants import DEFAULT_KUEUE_VERSION, KueueVersion
 from jobframework.plugins import IntegrationLoadError
+from jobframework.runtime import runner
 from jobframework.runtime.client.rest import RestClient
 from jobframework.runtime.leaderelection import LeaderElectionConfig
 from jobframework.webhook.server import DEFAULT_CERT_DIR
@@ -159,25 +158,7 @@ def parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _runner(choice: str) -> Callable[[Coroutine[Any, Any, None]], None]:
-    """How to run the manager's coroutine: ``asyncio.run``, or uvloop's loop."""
-    if choice != "asyncio":
-        try:
-            import uvloop
-        except ImportError:
-            if choice == "uvloop":
-                raise SystemExit("--event-loop uvloop: uvloop is not installed "
-                                 "(pip install 'kueue-jobframework[speed]')") from None
-        else:
-            return uvloop.run
-    return asyncio.run
-
-
-async def _run(args: argparse.Namespace) -> None:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+async def _run(args: argparse.Namespace, stop: asyncio.Event) -> None:
     # A bad file fails before we connect anywhere.
     kueue_config = (load_configuration(args.kueue_config, namespace=args.kueue_namespace)
                     if args.kueue_config is not None else None)
@@ -228,30 +209,17 @@ def manager_options(args: argparse.Namespace,
         webhook_configuration_name=args.webhook_configuration_name)
 
 
-#: The collector's first-generation threshold for the manager's process (CPython's
-#: default is 700). Every watch event and API answer decodes into hundreds of dicts and
-#: lists, so at 700 the collector ran several times per Job and its older generations,
-#: which walk the whole cache, often enough to cost 4 % of the manager's CPU.
-GC_GEN0_THRESHOLD = 20_000
-
-
-def tune_gc() -> None:
-    """Collect less often, and never walk what was loaded before the manager started
-    (modules, classes, the API models): ``gc.freeze`` moves it to a generation the
-    collector skips. Only for a process of its own, never for a library user's."""
-    gc.freeze()
-    _, gen1, gen2 = gc.get_threshold()
-    gc.set_threshold(GC_GEN0_THRESHOLD, gen1, gen2)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code."""
     args = parser().parse_args(argv)
     configure_logging(args.log_level, args.log_format)
-    if args.command == "run":
-        tune_gc()
     try:
-        _runner(args.event_loop)(_run(args))
+        # The public runner (jobframework.runtime.run): the event loop, the collector
+        # tuned for a long-lived process, and SIGTERM/SIGINT to stop.
+        runner.run(functools.partial(_run, args), event_loop=args.event_loop,
+                   gc_tuning=args.command == "run")
+    except runner.EventLoopNotInstalledError as err:
+        raise SystemExit(f"--event-loop {args.event_loop}: {err}") from None
     except KeyboardInterrupt:
         return 130
     except (ConfigurationError, IntegrationLoadError) as err:

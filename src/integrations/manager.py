@@ -55,9 +55,11 @@ import attrs
 
 from integrations.catalog import DEFAULT_INTEGRATIONS
 from jobframework.config import (
+    MANAGER_CACHE_TRANSFORM,
     Configuration,
     ConfigurationError,
     default_configuration,
+    group_kind_concurrency_from,
     reconciler_options_from,
 )
 from jobframework.constants import DEFAULT_KUEUE_VERSION, KueueVersion
@@ -70,7 +72,6 @@ from jobframework.plugins import (
     load_integrations,
 )
 from jobframework.queuelookup import CachedQueueLookup
-from jobframework.runtime.cache import compose_transforms, intern_strings, strip_managed_fields
 from jobframework.runtime.client import Client
 from jobframework.runtime.client.discovery import NoKindMatchError
 from jobframework.runtime.errors import ApiError, NotFound
@@ -99,14 +100,6 @@ from jobframework.webhook.certrotator import (
 log = logging.getLogger("integrations.manager")
 
 CRD_GVK: Final = GVK("apiextensions.k8s.io", "v1", "CustomResourceDefinition")
-#: Workers per controller of our kinds, as Kueue ships ``Job.batch: 5`` in its
-#: ``controller.groupKindConcurrency``; the Configuration's own entries win.
-DEFAULT_GROUP_KIND_CONCURRENCY: Final = {
-    "Job.batch": 5,
-    "JobFlow.api.practice.com": 5,
-    "DaemonJob.api.practice.com": 5,
-    "AppWrapper.workload.codeflare.dev": 5,
-}
 MUTATING_GVK: Final = GVK("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration")
 VALIDATING_GVK: Final = GVK("admissionregistration.k8s.io", "v1",
                             "ValidatingWebhookConfiguration")
@@ -354,9 +347,9 @@ class ExternalFrameworkManager:
         im = IntegrationManager()
         for integration in self.integrations:
             integration.register(im)
-        controller = self.kueue_config.controller
-        concurrency = {**DEFAULT_GROUP_KIND_CONCURRENCY,
-                       **((controller.group_kind_concurrency if controller else None) or {})}
+        # Workers per controller as setup_controllers(configuration=...) gives them.
+        concurrency = group_kind_concurrency_from(
+            self.kueue_config, [i.gvk for i in self.integrations])
         mgr = Manager(self.client, health_probe_bind_address=opts.health_probe_bind_address,
                       metrics_bind_address=opts.metrics_bind_address,
                       graceful_shutdown_timeout=10.0, cache_sync_timeout=opts.ready_timeout,
@@ -364,8 +357,7 @@ class ExternalFrameworkManager:
                       leader_election=opts.leader_election,
                       # No reconciler reads managedFields (a third of each object);
                       # equal keys and short values are shared between cached objects.
-                      cache_options={"transform": compose_transforms(
-                          strip_managed_fields, intern_strings)})
+                      cache_options={"transform": MANAGER_CACHE_TRANSFORM})
         self.manager = mgr
         # Its controller_runtime_webhook_* metrics are served with the manager's.
         server = WebhookServer(host=opts.webhook_host, port=opts.webhook_port, cert_dir=cert_dir,

@@ -20,6 +20,9 @@ jobs are managed and which frameworks exist:
   (``waitForPodsReady.timeout: invalid duration "abc"``).
 - :func:`reconciler_options_from` turns it into :class:`~jobframework.options.ReconcilerOptions`
   (as Kueue's ``cmd/kueue`` builds its ``jobframework.Option`` list).
+- :func:`group_kind_concurrency_from` gives the workers per controller
+  (``controller.groupKindConcurrency``) and :data:`MANAGER_CACHE_TRANSFORM` the cache
+  transform, as Kueue's ``pkg/config`` turns the document into its manager's options.
 
 The Kueue *version profile* (:class:`~jobframework.constants.KueueVersion`) is ours, not
 Kueue's: it is passed beside the configuration, never read from it.
@@ -31,8 +34,9 @@ import copy
 import decimal
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path as FsPath
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import attrs
@@ -57,6 +61,13 @@ from .field import (
     required,
 )
 from .options import ReconcilerOptionOverrides, ReconcilerOptions, WorkloadRetentionPolicy
+from .runtime.builder import group_kind_key
+from .runtime.cache import (
+    TransformFunc,
+    compose_transforms,
+    intern_strings,
+    strip_managed_fields,
+)
 from .runtime.objects import GVK
 from .runtime.selectors import LabelSelector
 from .validation import is_qualified_name, is_valid_label_value
@@ -103,6 +114,29 @@ DEFAULT_VISIBILITY_BIND_PORT: Final = 8082
 DEFAULT_RESOURCE_TRANSFORMATION_STRATEGY: Final = "Retain"
 #: ``corev1.LabelMetadataName``: every Namespace carries its name under this label.
 NAMESPACE_NAME_LABEL: Final = "kubernetes.io/metadata.name"
+#: ``controller.groupKindConcurrency`` as Kueue v0.19.2 ships it
+#: (``config/components/manager/controller_manager_config.yaml``; its code sets no
+#: default): the workers of a controller by the ``Kind.group`` it reconciles.
+KUEUE_GROUP_KIND_CONCURRENCY: Final[Mapping[str, int]] = MappingProxyType({
+    "Job.batch": 5,
+    "Pod": 5,
+    "Workload.kueue.x-k8s.io": 10,
+    "LocalQueue.kueue.x-k8s.io": 5,
+    "Cohort.kueue.x-k8s.io": 1,
+    "ClusterQueue.kueue.x-k8s.io": 5,
+    "ResourceFlavor.kueue.x-k8s.io": 1,
+})
+#: Workers of an integrated job kind's controller when neither the Configuration nor
+#: :data:`KUEUE_GROUP_KIND_CONCURRENCY` lists the kind: what Kueue ships for its own job
+#: kinds (``Job.batch``, ``Pod``).
+DEFAULT_JOB_KIND_CONCURRENCY: Final = 5
+#: The cache transform of a manager beside Kueue: Kueue's manager strips ``managedFields``
+#: from every object it caches, whatever its Configuration says (``pkg/config``'s
+#: ``Cache.DefaultTransform``); ours also shares equal keys and short strings between
+#: cached objects. A cached Job takes about a third of the memory, and each copy the
+#: cache hands out is that much cheaper.
+MANAGER_CACHE_TRANSFORM: Final[TransformFunc] = compose_transforms(
+    strip_managed_fields, intern_strings)
 
 
 # --- Go durations -------------------------------------------------------------------------
@@ -1220,3 +1254,29 @@ def reconciler_options_from(
     }
     derived.update(overrides)
     return attrs.evolve(base, **derived)
+
+
+def group_kind_concurrency_from(
+    config: Configuration | None,
+    job_kinds: Iterable[GVK] = (),
+) -> dict[str, int]:
+    """Workers per controller, by the ``Kind.group`` it reconciles (``"Job.batch"``,
+    ``"Workload.kueue.x-k8s.io"``, ``"Pod"``), for a manager running beside the Kueue
+    that reads ``config`` (Kueue passes ``controller.groupKindConcurrency`` to its
+    controller-runtime manager the same way).
+
+    Kueue v0.19.2's shipped table (:data:`KUEUE_GROUP_KIND_CONCURRENCY`), each of
+    ``job_kinds`` (the integrated job kinds) at :data:`DEFAULT_JOB_KIND_CONCURRENCY`, then
+    the Configuration's own entries over both. Unlike controller-runtime, whose table
+    from a file replaces the defaults whole, an entry the Configuration leaves out keeps
+    its default: a Kueue file lists Kueue's controllers, and leaving a user's job kind at
+    one worker for that would cost it most of its throughput. A value below 1 counts as 1
+    (controller-runtime ignores it and runs one worker).
+    """
+    table = dict(KUEUE_GROUP_KIND_CONCURRENCY)
+    for gvk in job_kinds:
+        table.setdefault(group_kind_key(gvk), DEFAULT_JOB_KIND_CONCURRENCY)
+    controller = config.controller if config is not None else None
+    configured = (controller.group_kind_concurrency if controller is not None else None) or {}
+    table.update({key: max(1, int(value)) for key, value in configured.items()})
+    return table

@@ -220,10 +220,15 @@ def merge_into_template(
     """Inject ``info`` into a pod template dict in place (``podset.Merge``).
 
     Raises :class:`InvalidPodSetUpdateError` on a conflicting label, annotation or node
-    selector; the template's own values are then left as they were.
+    selector; the template's own values are then left as they were. A ``metadata`` or
+    ``spec`` the template lacks is added only when something is injected into it.
     """
-    meta = template.setdefault("metadata", {})
-    spec = template.setdefault("spec", {})
+    meta = template.get("metadata")
+    if meta is None:
+        meta = {}
+    spec = template.get("spec")
+    if spec is None:
+        spec = {}
     for key in _overrideable_annotations(info, features):
         new = (info.annotations or {}).get(key)
         if new is None:
@@ -243,30 +248,43 @@ def merge_into_template(
     _put(spec, "nodeSelector", tmp.node_selector)
     _put(spec, "tolerations", tmp.tolerations)
     _put(spec, "schedulingGates", tmp.scheduling_gates)
+    # An absent metadata or spec stays absent when nothing went into it, so that
+    # restore_pod_spec can give back the template exactly as it was.
+    for part, value in (("metadata", meta), ("spec", spec)):
+        if value and template.get(part) is None:
+            template[part] = value
 
 
 def restore_pod_spec(template: dict[str, Any], info: PodSetInfo) -> bool:
     """Put back the original annotations, labels, nodeSelector, tolerations and scheduling
     gates of a pod template dict (``podset.RestorePodSpec``); returns whether it changed.
 
-    Absent and empty compare equal; affinity is not touched.
+    Absent and empty compare equal; affinity is not touched. A ``metadata`` (or
+    ``spec``) that the restore empties is removed, since :func:`merge_into_template` adds
+    one only to inject into it: a template without metadata comes back without one.
     """
-    meta = template.setdefault("metadata", {})
-    spec = template.setdefault("spec", {})
     changed = False
-    for target, key, value in (
-        (meta, "annotations", info.annotations),
-        (meta, "labels", info.labels),
-        (spec, "nodeSelector", info.node_selector),
-        (spec, "tolerations", info.tolerations),
-        (spec, "schedulingGates", info.scheduling_gates),
+    for part, fields in (
+        ("metadata", (("annotations", info.annotations), ("labels", info.labels))),
+        ("spec", (("nodeSelector", info.node_selector), ("tolerations", info.tolerations),
+                  ("schedulingGates", info.scheduling_gates))),
     ):
-        if (target.get(key) or None) != (value or None):
+        target = template.get(part)
+        removed = False
+        for key, value in fields:
+            current = target.get(key) if target is not None else None
+            if (current or None) == (value or None):
+                continue
             if value:
+                if target is None:
+                    target = template[part] = {}
                 target[key] = copy.deepcopy(value)
-            else:
+            elif target is not None:
                 target.pop(key, None)
+                removed = True
             changed = True
+        if removed and not target:
+            del template[part]
     return changed
 
 

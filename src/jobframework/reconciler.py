@@ -34,7 +34,7 @@ import contextlib
 import copy
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import attrs
@@ -55,6 +55,7 @@ from .integrations import (
     IntegrationError,
     IntegrationManager,
     ManagedOwnersChainLimitReachedError,
+    parse_kind_arg,
 )
 from .integrations import ReconcilerFactory as ReconcilerFactory
 from .interface import (
@@ -1430,24 +1431,98 @@ async def setup_integration(
     return reconciler, paths
 
 
+def _apply_manager_options(mgr: Any, configuration: Configuration,
+                           integration_manager: IntegrationManager,
+                           enabled: Collection[str]) -> None:
+    """What Kueue's manager takes from its Configuration besides the options: the worker
+    counts under ``mgr``'s own entries, and the cache transform unless it has one."""
+    from .config import MANAGER_CACHE_TRANSFORM, group_kind_concurrency_from
+
+    cache = mgr.get_cache()
+    # Before setup_indexes creates the integrations' informers, so their objects are lean.
+    if getattr(cache, "transform", MANAGER_CACHE_TRANSFORM) is None:
+        cache.transform = MANAGER_CACHE_TRANSFORM
+    if not hasattr(mgr, "group_kind_concurrency"):
+        return  # not our Manager: its builder does not read the table either
+    kinds = []
+    for name in integration_manager.get_integrations_list():
+        cb = integration_manager.get_integration(name)
+        gvk = cb.get_gvk() if cb is not None and name in enabled else None
+        if gvk is not None:
+            kinds.append(gvk)
+    mgr.group_kind_concurrency = {**group_kind_concurrency_from(configuration, kinds),
+                                  **mgr.group_kind_concurrency}
+
+
+def frameworks_from_configuration(configuration: Configuration,
+                                  integration_manager: IntegrationManager) -> list[str]:
+    """The registered integrations a Kueue Configuration enables, in its order: each of
+    its ``integrations.frameworks`` registered under that name, and for each
+    ``externalFrameworks`` entry the integration registered under that name or, failing
+    that, the one whose job kind it names (``Kind.version.group`` of
+    :meth:`~jobframework.integrations.IntegrationCallbacks.get_gvk`), so that
+    ``SparkApp.v1.analytics.example.com`` selects an integration registered as
+    ``analytics.example.com/sparkapp``. Names of no registered integration are left out
+    (Kueue's own integrations, other external controllers' kinds).
+
+    Raises :class:`~jobframework.integrations.IntegrationError` naming the entry and the
+    integrations when an entry selects more than one (its name is one integration's and
+    its kind another's, or two integrations share its kind).
+    """
+    by_kind: dict[GVK, list[str]] = {}
+    for name in integration_manager.get_integrations_list():
+        cb = integration_manager.get_integration(name)
+        gvk = cb.get_gvk() if cb is not None else None
+        if gvk is not None:
+            by_kind.setdefault(gvk, []).append(name)
+    selected = [n for n in configuration.frameworks()
+                if integration_manager.get_integration(n) is not None]
+    for entry in configuration.external_frameworks():
+        named = [entry] if integration_manager.get_integration(entry) is not None else []
+        gvk = parse_kind_arg(entry)
+        of_kind = [n for n in by_kind.get(gvk, []) if n != entry] if gvk is not None else []
+        matches = named + of_kind
+        if len(matches) > 1:
+            raise IntegrationError(
+                f"externalFrameworks entry {go_quote(entry)} selects several registered "
+                f"integrations: {', '.join(go_quote(m) for m in matches)} (by name, then "
+                "by job kind); register the integration of that kind under one name only")
+        if not matches:
+            log.info("externalFrameworks entry %s names no registered integration; its "
+                     "kind is left to its own controller", entry)
+        selected.extend(m for m in matches if m not in selected)
+    return selected
+
+
 async def setup_controllers(
     mgr: Any,
     integration_manager: IntegrationManager,
     *,
     options: ReconcilerOptions | None = None,
     webhook_server: Any = None,
-    enabled_frameworks: Sequence[str] = (c.DEFAULT_FRAMEWORK,),
-    external_frameworks: Sequence[str] = (),
+    enabled_frameworks: Sequence[str] | None = None,
+    external_frameworks: Sequence[str] | None = None,
     configuration: Configuration | None = None,
 ) -> frozenset[str]:
     """Set up the controllers, webhooks and indexes of the configured integrations
     (Kueue's ``SetupControllers`` + ``SetupIndexes``); returns the names set up now.
 
+    Without ``configuration`` the frameworks set up are ``enabled_frameworks`` (default
+    ``["batch/job"]``, Kueue's default) and the kinds of ``external_frameworks``
+    (``Kind.version.group``) are registered as externally managed.
+
     With ``configuration`` (Kueue's Configuration, see :mod:`jobframework.config`), the
     options are :func:`~jobframework.config.reconciler_options_from` it over ``options``;
-    the frameworks set up are those of its ``integrations.frameworks`` and
-    ``externalFrameworks`` registered in ``integration_manager`` (the others are Kueue's
-    own), and every ``externalFrameworks`` kind is registered as externally managed.
+    the frameworks set up are :func:`frameworks_from_configuration`: its
+    ``integrations.frameworks`` registered in ``integration_manager`` under those names,
+    and the integrations its ``externalFrameworks`` entries name, by registered name or
+    by job kind (the others are Kueue's own or another controller's); every
+    ``externalFrameworks`` kind is registered as externally managed. The configuration
+    decides alone: passing ``enabled_frameworks`` or ``external_frameworks`` with it
+    raises :class:`TypeError` rather than ignoring them.
+
+    Returns the names of the frameworks whose controllers were set up by this call (not
+    those waiting for their API; see below).
 
     Each enabled framework whose API the server serves gets its reconciler (events
     reported as ``<framework>-<manager name>-controller``) and its webhook, and is marked
@@ -1455,19 +1530,45 @@ async def setup_controllers(
     whose API is missing (no REST mapping) gets its webhook now and an :class:`APIWaiter`
     on ``mgr`` that sets up its reconcilers, and marks it enabled, once the API appears
     (Kueue's ``WaitForAPI``). Other REST mapping errors fail the setup.
+
+    With ``configuration``, each controller also gets its workers from the
+    Configuration's ``controller.groupKindConcurrency``, as Kueue's manager does
+    (:func:`~jobframework.config.group_kind_concurrency_from`: Kueue v0.19.2's shipped
+    table, 5 for the enabled job kinds, the document's entries over both); entries the
+    manager was built with (``Manager(group_kind_concurrency=...)``) win, as options
+    given in code win over Kueue's file. Without it, the manager's table alone decides
+    (one worker per controller unless it says otherwise). A manager whose cache has no
+    transform of its own gets :data:`~jobframework.config.MANAGER_CACHE_TRANSFORM` for
+    the informers created from then on (Kueue's manager strips ``managedFields`` from
+    its cache too), so an embedded integration caches what the shipped manager does.
     """
     if configuration is not None:
+        given = [arg for arg, value in (("enabled_frameworks", enabled_frameworks),
+                                        ("external_frameworks", external_frameworks))
+                 if value is not None]
+        if given:
+            # Silently preferring one source would enable what the user did not ask for
+            # (or serve no-op webhooks for what they did).
+            raise TypeError(
+                f"setup_controllers: {' and '.join(given)} cannot be given with "
+                "configuration, which decides the frameworks (its integrations.frameworks "
+                "and externalFrameworks)")
         from .config import reconciler_options_from
         options = reconciler_options_from(configuration, base=options)
         external_frameworks = configuration.external_frameworks()
-        enabled_frameworks = [
-            n for n in (*configuration.frameworks(), *external_frameworks)
-            if integration_manager.get_integration(n) is not None]
+        enabled_frameworks = frameworks_from_configuration(configuration,
+                                                           integration_manager)
+    if enabled_frameworks is None:
+        enabled_frameworks = (c.DEFAULT_FRAMEWORK,)
+    if external_frameworks is None:
+        external_frameworks = ()
     opts = attrs.evolve(options or ReconcilerOptions(),
                         integration_manager=integration_manager)
     # Marked enabled only once its controller exists, as Kueue's setupControllerAndWebhook.
     enabled = integration_manager.configure(enabled_frameworks, external_frameworks,
                                             mark_enabled=False)
+    if configuration is not None:
+        _apply_manager_options(mgr, configuration, integration_manager, enabled)
     await integration_manager.setup_indexes(mgr.get_cache(), enabled)
     webhook_options: dict[str, Any] = {
         "integration_manager": integration_manager,

@@ -26,11 +26,11 @@ bench = _load()
 
 
 def side(name: str, pair: int, throughput: float, p99: float, cpu: float | None,
-         kueue_cpu: float | None = None) -> Any:
+         kueue_cpu: float | None = None, rss: float | None = None) -> Any:
     return bench.SideResult(
         side=name, jobs=500, seconds=500 / throughput, throughput=throughput, p50=p99 / 2,
         p99=p99, requests_per_job={"ours": {"create": 2.0, "patch": 2.5}, "kueue": {}},
-        cpu_ms_per_job=cpu, pair=pair, kueue_cpu_ms_per_job=kueue_cpu)
+        cpu_ms_per_job=cpu, pair=pair, kueue_cpu_ms_per_job=kueue_cpu, peak_rss_mb=rss)
 
 
 def test_pairs_are_compared_within_themselves_and_summarised_by_their_median() -> None:
@@ -141,3 +141,62 @@ def test_job_webhook_latency_from_the_api_servers_metrics() -> None:
     # Only calls inside the window count: (0.6 - 0.2) s over 8 calls; no call, no mean.
     assert bench.mean_ms(before, totals) == {"admit CREATE": 50.0, "validating UPDATE": 10.0}
     assert bench.mean_ms(totals, totals) == {}
+
+
+# --- the embedded side (--embedded) ---------------------------------------------------------
+
+
+def test_the_embedded_side_is_set_against_go_kueue_and_the_shipped_manager() -> None:
+    results = [
+        side("kueue", 0, 25.0, 16.0, None, 14.0), side("python", 0, 20.0, 20.0, 10.0, 8.0, 80.0),
+        side("embedded", 0, 19.0, 22.0, 11.0, 8.0, 88.0),
+        # The second pair runs the other way round: embedded, python, kueue.
+        side("embedded", 1, 10.5, 33.0, 9.0, 9.0, 84.0),
+        side("python", 1, 10.0, 30.0, 9.0, 9.0, 80.0),
+        side("kueue", 1, 10.0, 33.0, None, 14.0),
+    ]
+    lines: list[str] = []
+    rows = bench.report(results, lines.append)
+    # The shipped manager's row is as without --embedded.
+    assert [(r["pair"], r["throughput"]["ratio"], r["cpu_ratio"]) for r in rows] == [
+        (0, 0.8, 1.667), (1, 1.0, 1.8)]
+    first = rows[0]["embedded"]
+    assert first["ratio_to_kueue"] == {"throughput": 0.76, "p50": 1.375, "p99": 1.375}
+    assert first["ratio_to_shipped"] == {"throughput": 0.95, "p50": 1.1, "p99": 1.1,
+                                         "cpu_ms_per_job": 1.1, "peak_rss_mb": 1.1}
+    assert (first["cpu_ms_per_job"], first["peak_rss_mb"],
+            first["job_controller_writes_per_job"]) == (11.0, 88.0, 4.5)
+    assert rows[1]["embedded"]["ratio_to_shipped"]["throughput"] == 1.05
+    assert any(line.startswith("  embedded: 19.0 Jobs/s (x0.76 Go, x0.95 shipped)")
+               for line in lines), lines
+    assert any(line.startswith("  [embedded] requests per Job: ") for line in lines)
+
+    summary = bench.summary(rows, lines.append)
+    embedded = summary[0]["embedded"]
+    assert embedded["pairs"] == 2
+    assert embedded["ratio_to_shipped"]["throughput"] == {"median_ratio": 1.0,
+                                                          "ratios": [0.95, 1.05]}
+    assert embedded["ratio_to_shipped"]["peak_rss_mb"] == {"median_ratio": 1.075,
+                                                           "ratios": [1.1, 1.05]}
+    assert embedded["ratio_to_kueue"]["throughput"] == {"median_ratio": 0.905,
+                                                        "ratios": [0.76, 1.05]}
+    # The embedded/shipped ratios are shown beside how far the shipped/Go ones spread.
+    assert any(line.startswith("  embedded / shipped, median of 2 pairs: throughput 1.0")
+               and line.endswith("spread over 0.8-1.0 in the same pairs") for line in lines)
+
+
+def test_without_the_embedded_side_rows_and_summary_have_no_embedded_part() -> None:
+    rows = bench.report([side("kueue", 0, 25.0, 16.0, None), side("python", 0, 20.0, 20.0, 10.0),
+                         side("kueue", 1, 25.0, 16.0, None), side("python", 1, 20.0, 20.0, 10.0)],
+                        lambda line: None)
+    assert all("embedded" not in r for r in rows)
+    assert "embedded" not in bench.summary(rows, lambda line: None)[0]
+
+
+def test_one_embedded_pair_has_its_ratios_but_no_embedded_summary() -> None:
+    rows = bench.report([side("kueue", 0, 25.0, 16.0, None), side("python", 0, 20.0, 20.0, 10.0),
+                         side("embedded", 0, 20.0, 20.0, 10.0)], lambda line: None)
+    assert rows[0]["embedded"]["ratio_to_shipped"]["throughput"] == 1.0
+    # Without a measured RSS the ratio is unknown, not zero.
+    assert rows[0]["embedded"]["ratio_to_shipped"]["peak_rss_mb"] is None
+    assert bench.embedded_summary(rows) is None

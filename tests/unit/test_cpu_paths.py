@@ -1,5 +1,5 @@
-"""The shortcuts taken on the reconcile path to save CPU (docs/performance.md, "CPU per
-Job"): each gives the answer the longer way gives."""
+"""The shortcuts taken on the reconcile path to save CPU (docs/performance.md, "What the
+manager does to save CPU"): each gives the answer the longer way gives."""
 
 from __future__ import annotations
 

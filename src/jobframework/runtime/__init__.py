@@ -9,6 +9,8 @@ Layers, lowest first (a module imports only from layers below it):
 - :mod:`.controller`, :mod:`.builder`, :mod:`.manager` — controllers, the builder, the
   manager with :mod:`.leaderelection`, :mod:`.healthz` and :mod:`.metrics`;
 - :mod:`.events` — the events.k8s.io/v1 recorder.
+- :mod:`.runner` — a manager's process: event loop, garbage collector, signals
+  (:func:`~.runner.run`, :func:`~.runner.setup_signal_handler`).
 
 The names most programs need are re-exported here; see ``docs/runtime.md``.
 """
@@ -36,6 +38,7 @@ from .predicate import (
     ResourceVersionChangedPredicate,
 )
 from .reconcile import Reconciler, Request, Result, TerminalError
+from .runner import run, setup_signal_handler
 
 __all__ = [
     "GVK",
@@ -70,4 +73,6 @@ __all__ = [
     "ResourceVersionChangedPredicate",
     "Result",
     "TerminalError",
+    "run",
+    "setup_signal_handler",
 ]

@@ -455,8 +455,10 @@ class Manager:
 
     # -- lifecycle -------------------------------------------------------------------
 
-    async def start(self) -> None:
-        """Run everything until :meth:`stop`, cancellation, a failure or lost leadership.
+    async def start(self, stop: asyncio.Event | None = None) -> None:
+        """Run everything until :meth:`stop`, ``stop`` is set, cancellation, a failure or
+        lost leadership (``mgr.Start(ctx)``, ``stop`` standing for the context: for
+        instance :func:`~jobframework.runtime.runner.setup_signal_handler`'s event).
 
         Raises the first runnable error, :class:`LeaderElectionLost`, or ``TimeoutError``
         when the cache does not sync in time. A manager starts once.
@@ -465,6 +467,10 @@ class Manager:
             raise RuntimeError("a manager can be started only once")
         self._started = True
         self._running = True
+        watcher: asyncio.Task[None] | None = None
+        if stop is not None:
+            watcher = asyncio.get_running_loop().create_task(
+                self._stop_when(stop), name="manager stop watcher")
         try:
             await self._start_servers()
             self.cache.start()
@@ -484,10 +490,16 @@ class Manager:
                 self._start_leader_election(self.leader_election)
             await self._stop.wait()
         finally:
+            if watcher is not None:
+                watcher.cancel()
             # Shielded so that a second cancellation cannot skip the release ordering.
             await asyncio.shield(self._shutdown())
         if self._errors:
             raise self._errors[0]
+
+    async def _stop_when(self, stop: asyncio.Event) -> None:
+        await stop.wait()
+        self._stop.set()
 
     async def stop(self) -> None:
         """Ask a running :meth:`start` to shut down, and wait until it has."""

@@ -12,6 +12,7 @@ Kueue's own integration tests::
     await kueue.local_queue("user-queue", "cq")
     ...                                       # the integration creates a Workload
     await kueue.schedule()                    # FIFO admission with preemption, one pass
+    await kueue.admit(wl, counts={"workers": 3})   # or: admit one, partially
     await kueue.evict(wl, "PodsReadyTimeout")
     await kueue.finish(wl, success=True)
 
@@ -32,9 +33,10 @@ LocalQueues, WorkloadPriorityClasses, FIFO order (priority, then creation time, 
 eviction time after a PodsReady timeout), flavor assignment in the ClusterQueue's flavor
 order (node affinity and taints checked, ``pods`` counted when the queue covers it),
 quota accounting with reclaimable pods subtracted, classical preemption within the
-ClusterQueue, requeueing backoff after ``PodsReadyTimeout`` and reactivation. Not
-modelled: cohorts and borrowing, fair sharing, admission checks, topology-aware
-scheduling, partial admission, elastic workload slices, MultiKueue, ``waitForPodsReady``
+ClusterQueue, partial admission (``PodSet.minCount``: the largest counts that fit, with
+gate ``PartialAdmission``), requeueing backoff after ``PodsReadyTimeout`` and
+reactivation. Not modelled: cohorts and borrowing, fair sharing, admission checks,
+topology-aware scheduling, elastic workload slices, MultiKueue, ``waitForPodsReady``
 timers (evict explicitly instead), the ClusterQueue and LocalQueue status, and the
 scheduler's repeated ``Pending`` events (one per change here).
 """
@@ -635,7 +637,8 @@ class KueueStandIn:
                         wl.metadata.generation, cq_name):
                     continue  # in the inadmissible list: not looked at
                 self._inadmissible.pop(key, None)
-                assignment = self._assign(wl, cq, flavors, all_wls)
+                assignment = self._admissible_assignment(wl, cq, flavors, all_wls,
+                                                         preempt=True)
                 if assignment.mode == _FIT:
                     stored = await self._reserve(wl, cq, assignment)
                     admitted.append(key)
@@ -682,6 +685,7 @@ class KueueStandIn:
                               if v[1] not in requeue}
 
     async def admit(self, ref: WorkloadRef, flavor: str | None = None, *,
+                    counts: Mapping[str, int] | None = None,
                     namespace: str = "default") -> Object:
         """Reserve quota for the Workload and admit it, as the scheduler does.
 
@@ -689,20 +693,53 @@ class KueueStandIn:
         (with Kueue's message) is raised when the Workload does not fit without
         preemption. With ``flavor`` every resource is assigned that flavor, whatever the
         quota left (the flavor must be one of the ClusterQueue's for each resource).
+
+        ``counts`` (pod set name -> pods) admits partially, as Kueue does for a pod set
+        with a ``minCount``: each named pod set's ``podSetAssignments`` entry gets that
+        ``count`` and a ``resourceUsage`` for that many pods, and the job starts with it
+        (``PodSetInfo.count``). A count must lie between the pod set's ``minCount`` and
+        its ``count``; a pod set without ``minCount`` can only be given its ``count``;
+        pod sets not named are admitted whole. A bad count raises :class:`ValueError`
+        naming the pod set. Without ``counts`` the Workload is admitted whole
+        (:meth:`schedule` looks for a partial admission by itself).
         """
         wl = wlpkg.from_object(await self.workload(ref, namespace))
+        if counts is not None:
+            self._check_counts(wl, counts)
         cq_name = await self._cluster_queue_of(wl)
         cq = _parse_queue(await self.client.get(CLUSTER_QUEUE_GVK, cq_name))
         if flavor is None:
             flavors = {name_of(o): o
                        for o in (await self.client.list(RESOURCE_FLAVOR_GVK)).items}
             all_wls = [wlpkg.from_object(o) for o in await self.workloads()]
-            assignment = self._assign(wl, cq, flavors, all_wls, preempt=False)
+            assignment = self._assign(wl, cq, flavors, all_wls, preempt=False,
+                                      counts=counts)
             if assignment.mode != _FIT:
                 raise NotAdmissibleError(assignment.message())
         else:
-            assignment = self._forced(wl, cq, flavor)
+            assignment = self._forced(wl, cq, flavor, counts)
         return await self._reserve(wl, cq, assignment)
+
+    def _check_counts(self, wl: Workload, counts: Mapping[str, int]) -> None:
+        """Refuse counts Kueue could not admit (see :meth:`admit`)."""
+        pod_sets = {ps.name or c.DEFAULT_PODSET_NAME: ps for ps in wl.spec.pod_sets}
+        where = f"Workload {wl.namespace}/{wl.name}"
+        for name, count in counts.items():
+            ps = pod_sets.get(name)
+            if ps is None:
+                raise ValueError(f"counts: pod set {name!r} is not one of {where}'s "
+                                 f"({', '.join(map(repr, pod_sets))})")
+            if count == ps.count:
+                continue
+            if ps.min_count is None:
+                raise ValueError(f"counts: pod set {name!r} of {where} has no minCount, so "
+                                 f"it is admitted whole ({ps.count} pods), not {count}")
+            if not ps.min_count <= count <= ps.count:
+                raise ValueError(f"counts: pod set {name!r} of {where} takes {ps.min_count} "
+                                 f"to {ps.count} pods (minCount to count), not {count}")
+            if not self.features.enabled(c.FeatureGate.PARTIAL_ADMISSION):
+                raise ValueError(f"counts: pod set {name!r} of {where}: partial admission "
+                                 "needs the PartialAdmission feature gate, which is off")
 
     # -- eviction and the rest of the lifecycle --------------------------------------------
 
@@ -1076,12 +1113,16 @@ class KueueStandIn:
                     out[fr] = out.get(fr, 0) + value
         return out
 
-    def _podset_requests(self, wl: Workload, cq: _Queue) -> list[_PodSetAssignment]:
-        counts = _counts_after_reclaim(wl)
+    def _podset_requests(self, wl: Workload, cq: _Queue,
+                         counts: Mapping[str, int] | None = None) -> list[_PodSetAssignment]:
+        """Each pod set's requests for its count after reclaim, or for ``counts`` (a
+        partial admission's, which Kueue's assigner scales the pod set to)."""
+        after_reclaim = _counts_after_reclaim(wl)
         out = []
         for ps in wl.spec.pod_sets:
             name = ps.name or c.DEFAULT_PODSET_NAME
-            count = counts[name]
+            count = counts[name] if counts is not None and name in counts \
+                else after_reclaim[name]
             single = pod_requests((ps.template or {}).get("spec") or {})
             requests = {r: v * count for r, v in single.items()}
             if cq.group_of("pods") is not None:
@@ -1089,8 +1130,9 @@ class KueueStandIn:
             out.append(_PodSetAssignment(name, count, requests))
         return out
 
-    def _forced(self, wl: Workload, cq: _Queue, flavor: str) -> _Assignment:
-        podsets = self._podset_requests(wl, cq)
+    def _forced(self, wl: Workload, cq: _Queue, flavor: str,
+                counts: Mapping[str, int] | None = None) -> _Assignment:
+        podsets = self._podset_requests(wl, cq, counts)
         for ps in podsets:
             for res, value in ps.requests.items():
                 group = cq.group_of(res)
@@ -1103,12 +1145,14 @@ class KueueStandIn:
         return _Assignment(podsets)
 
     def _assign(self, wl: Workload, cq: _Queue, flavors: Mapping[str, Object],
-                all_wls: list[Workload], *, preempt: bool = True) -> _Assignment:
+                all_wls: list[Workload], *, preempt: bool = True,
+                counts: Mapping[str, int] | None = None) -> _Assignment:
         """The flavor assigner (``TryNextFlavor`` when preemption is needed): per pod set
         and resource group, the first flavor where everything fits, else the first where
-        preemption would make room; then the preemption targets."""
+        preemption would make room; then the preemption targets. ``counts`` scales pod
+        sets to a partial admission's counts."""
         usage = self._usage(cq.name, all_wls)
-        podsets = self._podset_requests(wl, cq)
+        podsets = self._podset_requests(wl, cq, counts)
         assigned: dict[FlavorResource, int] = {}
         pod_specs = [(ps.template or {}).get("spec") or {} for ps in wl.spec.pod_sets]
         for ps, pod_spec in zip(podsets, pod_specs, strict=True):
@@ -1177,6 +1221,56 @@ class KueueStandIn:
         if assignment.mode == _PREEMPT:
             assignment.targets = self._targets(wl, cq, assignment, all_wls)
         return assignment
+
+    def _admissible_assignment(self, wl: Workload, cq: _Queue, flavors: Mapping[str, Object],
+                               all_wls: list[Workload], *, preempt: bool) -> _Assignment:
+        """The scheduler's choice (``getInitialAssignments``): the whole Workload when it
+        fits, or fits by preempting (with targets); else, with gate ``PartialAdmission``
+        and a pod set whose ``minCount`` is below its count, the largest counts that do
+        (:meth:`_reduced_assignment`); else the whole Workload's assignment, whose message
+        says why it does not fit."""
+        full = self._assign(wl, cq, flavors, all_wls, preempt=preempt)
+        if full.mode == _FIT or (full.mode == _PREEMPT and full.targets):
+            return full
+        if (self.features.enabled(c.FeatureGate.PARTIAL_ADMISSION)
+                and wl.can_be_partially_admitted()):
+            reduced = self._reduced_assignment(wl, cq, flavors, all_wls, preempt=preempt)
+            if reduced is not None:
+                return reduced
+        return full
+
+    def _reduced_assignment(self, wl: Workload, cq: _Queue, flavors: Mapping[str, Object],
+                            all_wls: list[Workload], *, preempt: bool) -> _Assignment | None:
+        """Kueue's pod set reducer: a binary search for the smallest reduction, taken from
+        the last pod set with a ``minCount`` backwards, at which the Workload fits (or fits
+        by preempting). Kueue's webhook allows one such pod set, so this is the largest
+        count between its ``minCount`` and its count that fits; None when not even the
+        ``minCount`` does."""
+        names = [ps.name or c.DEFAULT_PODSET_NAME for ps in wl.spec.pod_sets]
+        full = [ps.count for ps in wl.spec.pod_sets]
+        deltas = [ps.count - ps.min_count if ps.min_count is not None else 0
+                  for ps in wl.spec.pod_sets]
+        total = sum(deltas)
+
+        def counts_for(budget: int) -> dict[str, int]:
+            out = dict(zip(names, full, strict=True))
+            for i in range(len(names) - 1, -1, -1):
+                cut = min(deltas[i], budget)
+                out[names[i]] = full[i] - cut
+                budget -= cut
+            return out
+
+        best: _Assignment | None = None
+        lo, hi = 0, total + 1
+        while lo < hi:  # sort.Search: the smallest budget that fits
+            mid = (lo + hi) // 2
+            trial = self._assign(wl, cq, flavors, all_wls, preempt=preempt,
+                                 counts=counts_for(mid))
+            if trial.mode == _FIT or (trial.mode == _PREEMPT and trial.targets):
+                best, hi = trial, mid
+            else:
+                lo = mid + 1
+        return best if lo <= total else None
 
     def _candidates(self, wl: Workload, cq: _Queue, frs: set[FlavorResource],
                     all_wls: list[Workload]) -> list[Workload]:

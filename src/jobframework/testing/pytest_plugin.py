@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 import pytest
@@ -45,6 +45,7 @@ from ..webhook.builder import mutate_path, validate_path
 from .client import InMemoryClient
 from .kueue import KueueStandIn, register_kueue_kinds
 from .recorder import EventCollector
+from .running import until
 from .server import APIServer
 
 try:
@@ -63,6 +64,8 @@ __all__ = [
     "kueue_server",
     "kueue_version",
 ]
+
+_T = TypeVar("_T")
 
 
 @pytest.fixture
@@ -161,15 +164,12 @@ class RunningIntegration:
             quiet = 0
         raise AssertionError("the manager did not settle")
 
-    async def until(self, check: Callable[[], Awaitable[bool]], what: str,
-                    turns: int = 3000) -> None:
-        """Run the event loop until ``check`` passes (an :class:`AssertionError` naming
-        ``what`` after ``turns`` loop turns)."""
-        for _ in range(turns):
-            if await check():
-                return
-            await asyncio.sleep(0)
-        raise AssertionError(f"timed out waiting for {what}")
+    async def until(self, check: Callable[[], Awaitable[_T]], what: str,
+                    turns: int = 3000) -> _T:
+        """Run the event loop until ``check`` returns something true, and return it (an
+        :class:`AssertionError` naming ``what`` after ``turns`` loop turns); see
+        :func:`jobframework.testing.running.until`."""
+        return await until(check, what, turns)
 
 
 def _default_name(gvk: GVK) -> str:

@@ -11,10 +11,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TypeVar
 
 from ..runtime.manager import Manager
 
 __all__ = ["running", "until"]
+
+_T = TypeVar("_T")
 
 
 @contextlib.asynccontextmanager
@@ -29,11 +32,13 @@ async def running(mgr: Manager) -> AsyncIterator[None]:
             await task
 
 
-async def until(check: Callable[[], Awaitable[bool]], what: str, turns: int = 3000) -> None:
-    """Await ``check`` once per event-loop turn until it returns True; after ``turns``
-    turns fail with an :class:`AssertionError` saying ``what`` was awaited."""
+async def until(check: Callable[[], Awaitable[_T]], what: str, turns: int = 3000) -> _T:
+    """Await ``check`` once per event-loop turn until it returns something true (True, a
+    non-empty list...) and return that; after ``turns`` turns fail with an
+    :class:`AssertionError` saying ``what`` was awaited."""
     for _ in range(turns):
-        if await check():
-            return
+        result = await check()
+        if result:
+            return result
         await asyncio.sleep(0)
     raise AssertionError(f"timed out waiting for {what}")

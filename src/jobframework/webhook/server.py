@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 import ssl
 import tempfile
 import time
@@ -51,8 +52,9 @@ class WebhookServer:
         async with server:  # listen() ... stop()
             ...
 
-    ``port=0`` picks a free port (see :attr:`port`). Stopping waits up to
-    ``shutdown_timeout`` seconds for requests in flight.
+    ``port=0`` picks a free port (see :attr:`port`); :meth:`bind` picks it before the
+    server starts, e.g. to write webhook configurations by URL first. Stopping waits up
+    to ``shutdown_timeout`` seconds for requests in flight.
     """
 
     def __init__(
@@ -84,6 +86,7 @@ class WebhookServer:
         self._max_request_bytes = max_request_bytes
         self._handlers: dict[str, Handler] = {}
         self._runner: web.AppRunner | None = None
+        self._sock: socket.socket | None = None
         self._watcher: CertWatcher | None = None
         self._watch_task: asyncio.Task[None] | None = None
         self._started = False
@@ -131,13 +134,16 @@ class WebhookServer:
 
     @property
     def port(self) -> int:
-        """The port listened on (the chosen one when constructed with ``port=0``)."""
-        if self._runner is None or not self._runner.addresses:
-            raise RuntimeError("the webhook server is not listening")
-        return int(self._runner.addresses[0][1])
+        """The port listened on (the chosen one when constructed with ``port=0``), known
+        once the server listens or :meth:`bind` reserved it."""
+        if self._runner is not None and self._runner.addresses:
+            return int(self._runner.addresses[0][1])
+        if self._sock is not None:
+            return int(self._sock.getsockname()[1])
+        raise RuntimeError("the webhook server is not listening (nor bound: see bind())")
 
     def url(self, path: str = "") -> str:
-        """``https://<host>:<port><path>`` of the running server."""
+        """``https://<host>:<port><path>`` of the running (or bound) server."""
         host = self._dial_host()
         if ":" in host:
             host = f"[{host}]"
@@ -153,6 +159,25 @@ class WebhookServer:
     def need_leader_election(self) -> bool:
         """False: webhooks are served by every replica, leader or not."""
         return False
+
+    def bind(self) -> int:
+        """Bind the listening socket now, before the server starts, and return its port.
+
+        With ``port=0`` the port is otherwise known only once the server listens, that is
+        once the manager has started it; bound first, :meth:`url` is known and webhook
+        configurations pointing at it can be written before. :meth:`listen` (and so
+        :meth:`start`) then serves on this socket. It listens from now on: connections
+        wait in its backlog until the server serves them, so the API server's calls made
+        in between are answered late (within the webhook's ``timeoutSeconds``), not
+        refused. Calling it again, or on a listening server, returns the same port; the
+        socket is closed by :meth:`stop`.
+        """
+        if self._runner is not None:
+            return self.port
+        if self._sock is None:
+            self._sock = _listening_socket(self.host, self._port)
+            log.info("webhook server bound to %s", self.url())
+        return int(self._sock.getsockname()[1])
 
     async def listen(self) -> None:
         """Load the certificate, listen, and start watching the certificate files.
@@ -176,7 +201,12 @@ class WebhookServer:
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=self._shutdown_timeout)
         await runner.setup()
         try:
-            site = web.TCPSite(runner, self.host, self._port, ssl_context=watcher.ssl_context)
+            site: web.BaseSite
+            if self._sock is not None:
+                site = web.SockSite(runner, self._sock, ssl_context=watcher.ssl_context)
+            else:
+                site = web.TCPSite(runner, self.host, self._port,
+                                   ssl_context=watcher.ssl_context)
             await site.start()
         except BaseException:
             await runner.cleanup()
@@ -216,6 +246,9 @@ class WebhookServer:
         runner, self._runner = self._runner, None
         if runner is not None:
             await runner.cleanup()
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            sock.close()  # closed with the runner if it served; closing again is harmless
 
     async def __aenter__(self) -> WebhookServer:
         await self.listen()
@@ -296,6 +329,15 @@ class WebhookServer:
             return _error(400, f"the request body is not JSON: {exc}")
         status, out = await review(handler, body)
         return _json(out, status)
+
+
+def _listening_socket(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host`` (its first address; all interfaces for ``""``)."""
+    family, _, _, _, address = socket.getaddrinfo(
+        host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    sock = socket.create_server(address, family=family, backlog=128)
+    sock.setblocking(False)
+    return sock
 
 
 def _error(status: int, message: str) -> web.Response:

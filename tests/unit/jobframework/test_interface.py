@@ -83,7 +83,7 @@ async def test_sample_job_lifecycle() -> None:
     assert job.obj["spec"]["template"]["metadata"]["labels"] == {"kueue.x-k8s.io/podset": "main"}
     job.suspend()
     assert job.restore_pod_sets_info([PodSetInfo()])
-    assert "labels" not in job.obj["spec"]["template"]["metadata"]
+    assert job.obj["spec"]["template"] == {"spec": {"containers": []}}, "restored exactly"
     assert job.finished() == FinishedResult(message="", success=True, finished=False)
 
 

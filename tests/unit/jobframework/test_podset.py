@@ -70,16 +70,21 @@ CASES: list[tuple[str, dict[str, Any], PodSetInfo, FeatureGates, dict[str, Any] 
      FeatureGates(), base_template(), False),
     ("podset with scheduling gate; empty info",
      {"spec": {"schedulingGates": [{"name": "example.com/gate"}]}}, PodSetInfo(), FeatureGates(),
-     {"metadata": {}, "spec": {"schedulingGates": [{"name": "example.com/gate"}]}}, False),
+     {"spec": {"schedulingGates": [{"name": "example.com/gate"}]}}, False),
     ("podset with scheduling gate; info re-adds the same",
      {"spec": {"schedulingGates": [{"name": "example.com/gate"}]}},
      PodSetInfo(scheduling_gates=[{"name": "example.com/gate"}]), FeatureGates(),
-     {"metadata": {}, "spec": {"schedulingGates": [{"name": "example.com/gate"}]}}, False),
+     {"spec": {"schedulingGates": [{"name": "example.com/gate"}]}}, False),
     ("podset with scheduling gate; info adds another",
      {"spec": {"schedulingGates": [{"name": "example.com/gate"}]}},
      PodSetInfo(scheduling_gates=[{"name": "example.com/gate2"}]), FeatureGates(),
-     {"metadata": {}, "spec": {"schedulingGates": [{"name": "example.com/gate"},
-                                                   {"name": "example.com/gate2"}]}}, True),
+     {"spec": {"schedulingGates": [{"name": "example.com/gate"},
+                                   {"name": "example.com/gate2"}]}}, True),
+    ("template without metadata; info adds labels", {"spec": {"containers": [{"name": "c"}]}},
+     PodSetInfo(labels={"kueue.x-k8s.io/podset": "main"}, node_selector={"ns1": "ns1v"}),
+     FeatureGates(),
+     {"metadata": {"labels": {"kueue.x-k8s.io/podset": "main"}},
+      "spec": {"containers": [{"name": "c"}], "nodeSelector": {"ns1": "ns1v"}}}, True),
     ("updated workload slice annotation", ann_template({SLICE: "old-slice"}),
      PodSetInfo(annotations={SLICE: "new-slice"}), ELASTIC_ON,
      ann_template({SLICE: "new-slice"}), True),
@@ -100,8 +105,7 @@ def test_merge_and_restore(name: str, template: dict[str, Any], info: PodSetInfo
     merge_into_template(template, info, features=features)
     assert template == want
     assert restore_pod_spec(template, restore_info) is restore_changes
-    orig.setdefault("metadata", {})
-    assert template == orig
+    assert template == orig, "the round trip gives back the template exactly"
 
 
 @pytest.mark.parametrize(
@@ -177,7 +181,35 @@ def test_restore_treats_absent_and_empty_alike() -> None:
     assert not restore_pod_spec(template, PodSetInfo())
     template = {"metadata": {"labels": {"kueue.x-k8s.io/podset": "main"}}, "spec": {}}
     assert restore_pod_spec(template, PodSetInfo())
-    assert template == {"metadata": {}, "spec": {}}
+    assert template == {"spec": {}}, "a metadata the restore empties is removed"
+    template = {"metadata": {"name": "x", "labels": {"kueue.x-k8s.io/podset": "main"}}}
+    assert restore_pod_spec(template, PodSetInfo())
+    assert template == {"metadata": {"name": "x"}}, "other metadata stays"
+    template = {"metadata": {}}
+    assert not restore_pod_spec(template, PodSetInfo())
+    assert template == {"metadata": {}}, "an empty metadata the restore did not empty stays"
+
+
+@pytest.mark.parametrize("template", [
+    {"spec": {"containers": [{"name": "c"}]}},
+    {"metadata": {"name": "x"}, "spec": {"containers": [{"name": "c"}]}},
+    {"metadata": {"labels": {"app": "a"}}, "spec": {"tolerations": [T0]}},
+    {},
+], ids=["no metadata", "metadata without labels", "labels and tolerations", "empty"])
+def test_admission_round_trip_is_exact(template: dict[str, Any]) -> None:
+    """What the reconciler does to a pod template: inject the admission (flavor, labels,
+    tolerations, scheduling gate), then restore it from the Workload's copy."""
+    orig = copy.deepcopy(template)
+    restore_info = PodSetInfo.from_pod_set({"name": "main", "count": 1, "template": orig})
+    merge_into_template(template, PodSetInfo(
+        labels={"kueue.x-k8s.io/podset": "main"}, annotations={"a": "b"},
+        node_selector={"instance-type": "spot"}, tolerations=[dict(T1)],
+        scheduling_gates=[{"name": "kueue.x-k8s.io/topology"}]))
+    assert template["metadata"]["labels"]["kueue.x-k8s.io/podset"] == "main"
+    assert template["spec"]["nodeSelector"] == {"instance-type": "spot"}
+    assert restore_pod_spec(template, restore_info)
+    assert template == orig
+    assert not restore_pod_spec(template, restore_info), "a second restore changes nothing"
 
 
 def test_len_error() -> None:

@@ -198,44 +198,35 @@ async def test_kueue_version_and_pods_ready_override() -> None:
         {"kubernetes.io/metadata.name": "kueue-system"})
 
 
-def test_event_loop_choice(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_run_goes_through_the_public_runner(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``python -m integrations run`` is ``jobframework.runtime.run`` around the manager:
+    the event loop asked for, the collector tuned, stopped by the runner's signal event."""
     import asyncio
-    import sys
 
-    import uvloop
+    from jobframework.runtime import runner
 
-    from integrations.__main__ import _runner
+    calls: list[dict[str, Any]] = []
 
-    assert _runner("asyncio") is asyncio.run
-    assert _runner("auto") is uvloop.run
-    assert _runner("uvloop") is uvloop.run
-    monkeypatch.setitem(sys.modules, "uvloop", None)  # as if not installed
-    assert _runner("auto") is asyncio.run
-    with pytest.raises(SystemExit, match="uvloop is not installed"):
-        _runner("uvloop")
+    def fake_run(main: Any, **kwargs: Any) -> None:
+        coro = main(asyncio.Event())
+        assert asyncio.iscoroutine(coro)
+        coro.close()
+        calls.append(kwargs)
+
+    monkeypatch.setattr(runner, "run", fake_run)
+    assert main(["run", "--kubeconfig", "/nonexistent"]) == 0
+    assert main(["run", "--kubeconfig", "/nonexistent", "--event-loop", "asyncio"]) == 0
+    assert calls == [{"event_loop": "auto", "gc_tuning": True},
+                     {"event_loop": "asyncio", "gc_tuning": True}]
 
 
-def test_run_collects_garbage_less_often_and_skips_what_startup_loaded(
+def test_event_loop_uvloop_without_uvloop_is_a_one_line_error(
         monkeypatch: pytest.MonkeyPatch) -> None:
     import gc
+    import sys
 
-    import integrations.__main__ as cli
-
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # as if not installed
     before = gc.get_threshold()
-    calls: list[str] = []
-
-    def fake_runner(choice: str) -> Any:
-        def run(coro: Any) -> None:
-            coro.close()
-            calls.append("ran")
-        return run
-
-    monkeypatch.setattr(cli, "_runner", fake_runner)
-    try:
-        assert cli.main(["run", "--kubeconfig", "/nonexistent"]) == 0
-        assert calls == ["ran"]
-        assert gc.get_threshold() == (cli.GC_GEN0_THRESHOLD, before[1], before[2])
-        assert gc.get_freeze_count() > 0
-    finally:
-        gc.unfreeze()
-        gc.set_threshold(*before)
+    with pytest.raises(SystemExit, match=r"^--event-loop uvloop: uvloop is not installed"):
+        main(["run", "--kubeconfig", "/nonexistent", "--event-loop", "uvloop"])
+    assert gc.get_threshold() == before, "nothing was changed before the refusal"

@@ -365,3 +365,59 @@ async def test_requests_are_counted_per_path_and_code(
 def test_register_rejects_what_is_not_a_handler(server: WebhookServer) -> None:
     with pytest.raises(TypeError, match="wrap defaulters and validators"):
         server.register("/x", Suspender())  # type: ignore[arg-type]
+
+
+async def test_bind_gives_the_port_before_the_manager_starts_the_server(
+        certs: ServingCerts, client_ssl: ssl.SSLContext, make_request: Any, job: Any) -> None:
+    """Webhook configurations by URL can be written before the server runs: ``bind()``
+    reserves the port, the manager's ``start()`` serves on that very socket."""
+    api = APIServer(ManualClock())
+    manager = Manager(api.client(), clock=api.clock)
+    server = WebhookServer(cert_dir=certs.cert_dir, clock=ManualClock(), shutdown_timeout=5.0)
+    server.register("/v", with_custom_validator(NameValidator()))
+    port = server.bind()
+    assert port > 0 and server.port == port and server.bind() == port
+    url = server.url("/v")
+    assert url == f"https://127.0.0.1:{port}/v"
+    assert not server.started
+    # A call made before the server serves waits in the socket's backlog ...
+    early = asyncio.create_task(post(url, review_for(make_request, "CREATE", job()),
+                                     client_ssl))
+    await settle()
+    assert not early.done()
+    manager.add(server)
+    running = asyncio.create_task(manager.start())
+    try:
+        await asyncio.wait_for(server.wait_started(), 5)
+        assert server.port == port
+        # ... and is answered once it does.
+        status, body = await asyncio.wait_for(early, 10)
+        assert status == 200 and body["response"]["allowed"] is True
+        status, body = await post(url, review_for(make_request, "CREATE", job("bad-one")),
+                                  client_ssl)
+        assert (status, body["response"]["allowed"]) == (200, False)
+    finally:
+        await manager.stop()
+        await running
+    assert not server.started
+    with pytest.raises(RuntimeError, match="not listening"):
+        _ = server.port
+
+
+async def test_a_bound_server_that_never_starts_releases_its_port(
+        certs: ServingCerts) -> None:
+    server = WebhookServer(cert_dir=certs.cert_dir)
+    port = server.bind()
+    await server.stop()
+    with pytest.raises(RuntimeError, match="nor bound"):
+        _ = server.port
+    # The port is free again: another socket can listen on it.
+    again = WebhookServer(cert_dir=certs.cert_dir, port=port)
+    assert again.bind() == port
+    await again.stop()
+
+
+async def test_bind_on_a_listening_server_returns_its_port(certs: ServingCerts) -> None:
+    server = WebhookServer(cert_dir=certs.cert_dir, shutdown_timeout=5.0)
+    async with server:
+        assert server.bind() == server.port

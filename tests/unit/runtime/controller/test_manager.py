@@ -428,3 +428,26 @@ def test_group_kind_concurrency_sets_the_default_worker_count(server: APIServer)
     other = ControllerBuilder(mgr).named("leases").for_(LEASE_GVK).build(ScriptedReconciler())
     assert (jobs.max_concurrent_reconciles, pods.max_concurrent_reconciles,
             explicit.max_concurrent_reconciles, other.max_concurrent_reconciles) == (5, 3, 2, 1)
+
+
+async def test_start_runs_until_the_stop_event_is_set(server: APIServer) -> None:
+    # mgr.Start(ctx): the event stands for the context (the runner's signal event).
+    mgr = Manager(server.client())
+    stop = asyncio.Event()
+    cancelled = asyncio.Event()
+
+    async def runnable() -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    mgr.add(runnable)
+    task = asyncio.create_task(mgr.start(stop))
+    await asyncio.wait_for(mgr.elected(), 10)
+    await settle()
+    assert not task.done() and not cancelled.is_set()
+    stop.set()
+    await asyncio.wait_for(task, 10)
+    assert cancelled.is_set(), "the runnables were shut down before start returned"
