@@ -9,7 +9,8 @@
 - ``nox -s package``: builds the wheel and installs it in a fresh venv, as the Containerfile does;
 - ``nox -s bench``: benchmarks, as ratios to baselines measured in the same run;
 - ``nox -s bench-cluster``: our batch/v1 Job integration against Kueue's own, on two local
-  control planes one after the other (``-- --jobs 500 --jobs 5000``);
+  control planes one after the other (``-- --jobs 500 --jobs 5000``; ``-- --embedded``
+  adds a third, the integration embedded in a program of one's own);
 - ``nox -s bench-cluster-ab``: our manager's CPU per Job, two versions of ``src`` side by
   side on one local control plane (``-- --baseline main``);
 - ``nox -s faults``: the fault suite on a local control plane of its own (CI's short run;
@@ -40,7 +41,7 @@ def demo(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
     """Unit tests on the in-memory API server."""
-    session.install("-e", ".[test,speed]")
+    session.install("-e", ".[test,speed,kopf]")
     session.run("pytest", "-q", *session.posargs)
 
 
@@ -55,7 +56,7 @@ def lint(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def integration(session: nox.Session) -> None:
     """Tests marked ``cluster`` on a real local control plane with a real Kueue manager."""
-    session.install("-e", ".[test,speed]")
+    session.install("-e", ".[test,speed,kopf]")
     # Builds only when the pins in tests/cluster changed; progress goes to stderr.
     session.run("python", "-m", "jobframework.testing.cluster", "build")
     session.run("pytest", "-q", "-m", "cluster", *session.posargs)
@@ -75,7 +76,8 @@ def bench(session: nox.Session) -> None:
 def bench_cluster(session: nox.Session) -> None:
     """Real-control-plane benchmark (see docs/performance.md); builds the cluster if needed.
 
-    ``nox -s bench-cluster -- --jobs 500 --jobs 5000`` (default: 500 Jobs).
+    ``nox -s bench-cluster -- --jobs 500 --jobs 5000`` (default: 500 Jobs); ``--embedded``
+    adds the integration embedded the documented way beside the shipped manager.
     """
     session.install("-e", ".[speed]")
     session.run("python", "-m", "jobframework.testing.cluster", "build")
