@@ -8,7 +8,9 @@ of the controller's ``createComponent``:
 - :func:`get_value_at_path`: the PodSet path grammar (``template.spec.x[1].y``), with
   upstream's error texts;
 - :func:`infer_pod_sets`: the PodSets of the kinds upstream knows (Pod, Deployment,
-  StatefulSet, Job, JobSet, PyTorchJob, RayCluster, RayJob); other kinds have none;
+  StatefulSet, Job, JobSet, PyTorchJob, RayCluster, RayJob), keyed by group and kind,
+  each with its known API versions (:data:`INFERABLE_KINDS`; another version is an
+  error, not "no PodSets"); other kinds have none;
 - :func:`get_pod_template_spec`: the canonical pod template Kueue sees for a PodSet (the
   fields Kueue compares, with the API server's defaults), so the Workload's PodSets
   compare equal to the job's on every reconcile;
@@ -39,11 +41,14 @@ from .api import (
 )
 
 __all__ = [
+    "INFERABLE_GVKS",
+    "INFERABLE_KINDS",
     "InferenceError",
     "InjectionError",
     "PathError",
     "PodSetCountError",
     "TemplateError",
+    "UnsupportedVersionError",
     "clear_pod_set_infos",
     "effective_pod_sets",
     "expected_pods",
@@ -58,6 +63,7 @@ __all__ = [
     "replicas",
     "sanitize_label",
     "set_pod_set_infos",
+    "supported_api_versions",
     "template_gvk",
     "validate_pod_sets",
 ]
@@ -69,18 +75,35 @@ JOB_COMPLETION_INDEX_LABEL: Final = "batch.kubernetes.io/job-completion-index"
 JOBSET_JOB_INDEX_LABEL: Final = "jobset.sigs.k8s.io/job-index"
 KUBEFLOW_REPLICA_INDEX_LABEL: Final = "training.kubeflow.org/replica-index"
 
-_POD: Final = GVK("", "v1", "Pod")
-_DEPLOYMENT: Final = GVK("apps", "v1", "Deployment")
-_STATEFULSET: Final = GVK("apps", "v1", "StatefulSet")
-_JOB: Final = GVK("batch", "v1", "Job")
-_JOBSET: Final = GVK("jobset.x-k8s.io", "v1alpha2", "JobSet")
-_PYTORCHJOB: Final = GVK("kubeflow.org", "v1", "PyTorchJob")
-_RAYCLUSTER: Final = GVK("ray.io", "v1", "RayCluster")
-_RAYJOB: Final = GVK("ray.io", "v1", "RayJob")
+#: (group, kind) of the kinds whose PodSets are inferred.
+_POD: Final = ("", "Pod")
+_DEPLOYMENT: Final = ("apps", "Deployment")
+_STATEFULSET: Final = ("apps", "StatefulSet")
+_JOB: Final = ("batch", "Job")
+_JOBSET: Final = ("jobset.x-k8s.io", "JobSet")
+_PYTORCHJOB: Final = ("kubeflow.org", "PyTorchJob")
+_RAYCLUSTER: Final = ("ray.io", "RayCluster")
+_RAYJOB: Final = ("ray.io", "RayJob")
 
-#: The kinds whose PodSets are inferred (upstream's table, v1.2.x; no LeaderWorkerSet).
-INFERABLE_GVKS: Final = frozenset({_POD, _DEPLOYMENT, _STATEFULSET, _JOB, _JOBSET,
-                                   _PYTORCHJOB, _RAYCLUSTER, _RAYJOB})
+#: Inference is keyed by (group, kind), with the API versions whose layout is known for
+#: each (upstream's table, v1.2.x; no LeaderWorkerSet). Another version of one of these
+#: kinds, such as a ``ray.io/v1alpha1`` RayCluster that older KubeRay still serves, is
+#: refused rather than trusted: its declared PodSets could not be checked.
+INFERABLE_KINDS: Final[Mapping[tuple[str, str], tuple[str, ...]]] = {
+    _POD: ("v1",),
+    _DEPLOYMENT: ("v1",),
+    _STATEFULSET: ("v1",),
+    _JOB: ("v1",),
+    _JOBSET: ("v1alpha2",),
+    _PYTORCHJOB: ("v1",),
+    _RAYCLUSTER: ("v1",),
+    _RAYJOB: ("v1",),
+}
+
+#: The GVKs whose PodSets are inferred (every known version of every inferable kind).
+INFERABLE_GVKS: Final = frozenset(GVK(group, version, kind)
+                                  for (group, kind), versions in INFERABLE_KINDS.items()
+                                  for version in versions)
 
 
 class PathError(ValueError):
@@ -93,6 +116,10 @@ class TemplateError(ValueError):
 
 class InferenceError(ValueError):
     """A template of an inferable kind whose PodSets cannot be inferred."""
+
+
+class UnsupportedVersionError(InferenceError):
+    """A template of an inferable kind in an API version whose layout is not known."""
 
 
 class InjectionError(ValueError):
@@ -249,6 +276,16 @@ def template_gvk(template: Mapping[str, Any]) -> GVK | None:
     return GVK.from_api_version(api_version, kind)
 
 
+def supported_api_versions(gvk: GVK) -> tuple[str, ...]:
+    """The apiVersions (``group/version``) inference knows for ``gvk``'s group and kind.
+
+    Empty for a kind that is not inferred (a Service, a LeaderWorkerSet): any version of
+    it is accepted, with its declared PodSets, as upstream.
+    """
+    versions = INFERABLE_KINDS.get((gvk.group, gvk.kind), ())
+    return tuple(GVK(gvk.group, v, gvk.kind).api_version for v in versions)
+
+
 def _pod_set(path: str, count: int, annotations: dict[str, str] | None = None) -> Object:
     pod_set: Object = {"replicas": count, "path": path}
     if annotations:
@@ -291,14 +328,24 @@ def infer_pod_sets(template: Mapping[str, Any]) -> list[Object]:
 
     Other kinds (a Service, a LeaderWorkerSet, a ConfigMap) have none: an empty list.
     Raises :class:`InferenceError` when a template of an inferable kind is malformed
-    (a non-integer replica count, a PodSet path that is not a pod template).
+    (a non-integer replica count, a PodSet path that is not a pod template), and its
+    subclass :class:`UnsupportedVersionError` for an inferable kind in an API version
+    not listed in :data:`INFERABLE_KINDS`.
     """
     # Paths start with "template", which names the component template itself.
     root = template
     gvk = template_gvk(template)
+    if gvk is None:
+        return []
+    supported = supported_api_versions(gvk)
+    if supported and gvk.api_version not in supported:
+        raise UnsupportedVersionError(
+            f'{gvk.kind} in apiVersion "{gvk.api_version}": PodSets are inferred only for '
+            f"{', '.join(supported)}")
+    gk = (gvk.group, gvk.kind)
     pod_sets: list[Object] = []
     try:
-        if gvk == _JOB:
+        if gk == _JOB:
             count = 1
             parallelism = _optional_int(root, "template.spec.parallelism")
             if parallelism is not None:
@@ -308,7 +355,7 @@ def infer_pod_sets(template: Mapping[str, Any]) -> list[Object]:
                 count = completions
             pod_sets.append(_pod_set("template.spec.template", count,
                                      {TAS_POD_INDEX_LABEL_ANNOTATION: JOB_COMPLETION_INDEX_LABEL}))
-        elif gvk == _JOBSET:
+        elif gk == _JOBSET:
             try:
                 jobs = get_value_at_path(root, "template.spec.replicatedJobs")
             except PathError:
@@ -333,20 +380,20 @@ def infer_pod_sets(template: Mapping[str, Any]) -> list[Object]:
                         {TAS_POD_INDEX_LABEL_ANNOTATION: JOB_COMPLETION_INDEX_LABEL,
                          TAS_SUB_GROUP_INDEX_LABEL_ANNOTATION: JOBSET_JOB_INDEX_LABEL,
                          TAS_SUB_GROUP_COUNT_ANNOTATION: str(job_replicas)}))
-        elif gvk == _PYTORCHJOB:
+        elif gk == _PYTORCHJOB:
             for replica_type in ("Master", "Worker"):
                 prefix = f"template.spec.pytorchReplicaSpecs.{replica_type}."
                 if _present(root, prefix + TEMPLATE):
                     pod_sets.append(_pod_set(
                         prefix + TEMPLATE, _infer_replicas(root, prefix + "replicas"),
                         {TAS_POD_INDEX_LABEL_ANNOTATION: KUBEFLOW_REPLICA_INDEX_LABEL}))
-        elif gvk == _RAYCLUSTER:
+        elif gk == _RAYCLUSTER:
             pod_sets.extend(_ray_pod_sets(root, "template.spec."))
-        elif gvk == _RAYJOB:
+        elif gk == _RAYJOB:
             pod_sets.extend(_ray_pod_sets(root, "template.spec.rayClusterSpec."))
-        elif gvk == _POD:
+        elif gk == _POD:
             pod_sets.append(_pod_set(TEMPLATE, 1))
-        elif gvk in (_DEPLOYMENT, _STATEFULSET) and _present(root, "template.spec.template"):
+        elif gk in (_DEPLOYMENT, _STATEFULSET) and _present(root, "template.spec.template"):
             pod_sets.append(_pod_set("template.spec.template",
                                          _infer_replicas(root, "template.spec.replicas")))
     except PathError as err:

@@ -16,12 +16,16 @@ Create validation (every error reported, each naming its field), per component
 - the template is an object with ``apiVersion`` and ``kind``;
 - it is not an AppWrapper ("Nested AppWrappers are forbidden");
 - its namespace, if set, is the AppWrapper's;
+- a kind whose PodSets are inferred comes in an API version inference knows
+  (:data:`~.podsets.INFERABLE_KINDS`; this port's addition: upstream infers nothing for
+  another version and trusts the declared PodSets);
 - its kind is served by the cluster (this port's addition: upstream's RBAC check then
   fails with an obscure ``*`` resource; here the message names the kind and suggests
   installing its CRD);
-- the requesting user may create it in the namespace: one SubjectAccessReview per
-  component, with the request's user, UID, groups and extra (``userRBACAdmissionCheck``,
-  on by default);
+- the requesting user may create it: one SubjectAccessReview per component, with the
+  request's user, UID, groups and extra (``userRBACAdmissionCheck``, on by default), in
+  the AppWrapper's namespace for a namespaced kind and cluster-wide (no namespace) for a
+  cluster-scoped one, from the kind's REST mapping (upstream always uses the namespace);
 - each declared PodSet has a path to a pod template; inference succeeds for the kinds
   upstream infers and agrees with the declared PodSets;
 - in all, 1 to 8 PodSets (a Workload holds at most 8).
@@ -62,6 +66,7 @@ from .podsets import (
     infer_pod_sets,
     replicas,
     sanitize_label,
+    supported_api_versions,
     template_gvk,
     validate_pod_sets,
 )
@@ -239,9 +244,15 @@ class AppWrapperWebhook:
         if template_ns and template_ns != namespace:
             errs.append(field.forbidden(template_path.child("metadata", "namespace"),
                                         "AppWrappers cannot create objects in other namespaces"))
+        declared = _declared(component)
+        supported = supported_api_versions(gvk)
+        if supported and gvk.api_version not in supported:
+            # Deviation: upstream infers nothing here and trusts the declared PodSets.
+            errs.append(field.not_supported(template_path.child("apiVersion"),
+                                            gvk.api_version, supported))
+            return len(declared)
         await self._access_errors(errs, template_path, gvk, namespace, request)
 
-        declared = _declared(component)
         pod_sets_path = path.child("podSets")
         for j, ps in enumerate(declared):
             ps_path = pod_sets_path.index_(j).child("path")
@@ -281,13 +292,19 @@ class AppWrapperWebhook:
                     f"({gvk.api_version}); install its CustomResourceDefinition first"))
                 return
             resource = "*"  # upstream's fallback when discovery does not know the kind
+            # Scope unknown: asked cluster-wide, so a namespaced grant never stands in
+            # for a cluster-scoped one (the object cannot be created anyway).
+            review_namespace = ""
         else:
             resource = mapping.resource.resource
+            # Deviation: upstream always asks in the AppWrapper's namespace, which a
+            # RoleBinding there satisfies for a cluster-scoped kind too.
+            review_namespace = namespace if mapping.namespaced else ""
         if not self.user_rbac_admission_check or request is None:
             return
         user = request.user_info
         spec: dict[str, Any] = {
-            "resourceAttributes": {"namespace": namespace, "verb": "create",
+            "resourceAttributes": {"namespace": review_namespace, "verb": "create",
                                    "group": gvk.group, "version": gvk.version,
                                    "resource": resource},
             "user": user.username, "uid": user.uid, "groups": list(user.groups)}
@@ -302,9 +319,10 @@ class AppWrapperWebhook:
             return
         status = review.get("status")
         if not (isinstance(status, Mapping) and status.get("allowed") is True):
+            where = f"in {review_namespace}" if review_namespace else "cluster-wide"
             errs.append(field.forbidden(
                 template_path, f"User {user.username} is not authorized to create "
-                f"{resource} in {namespace}"))
+                f"{resource} {where}"))
 
     async def validate_create(self, obj: Object,
                               request: AdmissionRequest | None = None) -> Warnings:

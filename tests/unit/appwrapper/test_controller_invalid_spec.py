@@ -19,6 +19,7 @@ from .controller_helpers import (
     appwrapper,
     harness_fixture,  # noqa: F401  (fixture "h")
     pod,
+    pod_template,
     server_fixture,  # noqa: F401  (fixture "server")
 )
 
@@ -45,16 +46,31 @@ def bad_path() -> dict[str, Any]:
     return component
 
 
+def old_kuberay_cluster() -> dict[str, Any]:
+    """A ``ray.io/v1alpha1`` RayCluster of 100 workers with 8 GPUs each, declared as
+    one pod: a known kind in a version inference does not know."""
+    head = pod_template("head")
+    worker = pod_template("worker", gpus=8)
+    spec = {"headGroupSpec": {"template": {"spec": head["spec"]}},
+            "workerGroupSpecs": [{"groupName": "gpu", "replicas": 100,
+                                  "template": {"spec": worker["spec"]}}]}
+    return {"template": {"apiVersion": "ray.io/v1alpha1", "kind": "RayCluster",
+                         "metadata": {"name": "rc"}, "spec": spec},
+            "podSets": [{"replicas": 1, "path": "template.spec.headGroupSpec.template"}]}
+
+
 @pytest.mark.parametrize(("components", "detail"), [
     ([nested()], "spec.components[0].template: Forbidden: Nested AppWrappers are forbidden"),
     ([elsewhere()], "spec.components[0].template.metadata.namespace: Forbidden: AppWrappers "
                     "cannot create objects in other namespaces"),
     ([bad_path()], "spec.components[0].podSets[0].path: Invalid value: "
                    '"template.spec.nope": path does not refer to a v1.PodSpecTemplate: '),
+    ([old_kuberay_cluster()], "spec.components[0].template.apiVersion: Unsupported value: "
+                              '"ray.io/v1alpha1": supported values: "ray.io/v1"'),
     ([], "spec.components: Invalid value: components contains no podspecs"),
     ([pod(f"p{i}") for i in range(MAX_POD_SETS + 1)],
      "spec.components: Invalid value: components contains 9 podspecs; at most 8 are allowed"),
-], ids=["nested", "namespace", "path", "none", "too-many"])
+], ids=["nested", "namespace", "path", "version", "none", "too-many"])
 async def test_first_phase_fails_an_invalid_appwrapper(
         h: Harness, components: list[dict[str, Any]], detail: str) -> None:
     await h.create(appwrapper("aw", *components, suspend=False))

@@ -20,11 +20,14 @@ from integrations.appwrapper.api import (
     TAS_SUB_GROUP_INDEX_LABEL_ANNOTATION,
 )
 from integrations.appwrapper.podsets import (
+    INFERABLE_GVKS,
+    INFERABLE_KINDS,
     InferenceError,
     InjectionError,
     PathError,
     PodSetCountError,
     TemplateError,
+    UnsupportedVersionError,
     clear_pod_set_infos,
     effective_pod_sets,
     expected_pods,
@@ -39,8 +42,10 @@ from integrations.appwrapper.podsets import (
     replicas,
     sanitize_label,
     set_pod_set_infos,
+    supported_api_versions,
     validate_pod_sets,
 )
+from jobframework.runtime.objects import GVK
 
 from .helpers import (
     MARKER,
@@ -191,6 +196,37 @@ def test_uninferable_kinds_have_no_pod_sets() -> None:
            "spec": {"replicas": 2}}
     assert infer_pod_sets(lws) == []
     assert infer_pod_sets({"apiVersion": "a/b/c", "kind": "Pod", "spec": {}}) == []
+
+
+def test_inference_knows_versions_per_group_and_kind() -> None:
+    """A known kind in an API version inference does not know is an error, not "no
+    PodSets" (issue #27): a ``ray.io/v1alpha1`` RayCluster would otherwise be admitted
+    with whatever PodSets it declares."""
+    old = raycluster(100)["template"]
+    old["apiVersion"] = "ray.io/v1alpha1"
+    with pytest.raises(UnsupportedVersionError, match=re.escape(
+            'RayCluster in apiVersion "ray.io/v1alpha1": PodSets are inferred only for '
+            "ray.io/v1")):
+        infer_pod_sets(old)
+    # Every inferable kind, the core group's included, in a version nobody serves.
+    for template in (pod()["template"], deployment(2)["template"], job(2)["template"],
+                     jobset(1)["template"], pytorchjob(2)["template"],
+                     raycluster(2)["template"], rayjob(2)["template"]):
+        group, _, _ = template["apiVersion"].rpartition("/")
+        template["apiVersion"] = f"{group}/v9" if group else "v9"
+        with pytest.raises(UnsupportedVersionError):
+            infer_pod_sets(template)
+    # The same kind name in another group is another kind: not inferred, no error.
+    other = raycluster(3)["template"]
+    other["apiVersion"] = "example.com/v1alpha1"
+    assert infer_pod_sets(other) == []
+    assert supported_api_versions(GVK("ray.io", "v1alpha1", "RayCluster")) == ("ray.io/v1",)
+    assert supported_api_versions(GVK("", "v2", "Pod")) == ("v1",)
+    assert supported_api_versions(GVK("", "v1", "Service")) == ()
+    # The explicit table and the GVK set agree (eight kinds, one known version each).
+    assert len(INFERABLE_KINDS) == 8
+    assert {(g.group, g.kind) for g in INFERABLE_GVKS} == set(INFERABLE_KINDS)
+    assert INFERABLE_KINDS[("jobset.x-k8s.io", "JobSet")] == ("v1alpha2",)
 
 
 def test_infer_rejects_non_pod_spec() -> None:

@@ -367,6 +367,103 @@ async def test_unserved_kinds_are_rejected_with_a_clear_message() -> None:
     assert await env.errors(appwrapper([jobset(1)])) == []
 
 
+def old_kuberay_cluster() -> dict[str, Any]:
+    """A ``ray.io/v1alpha1`` RayCluster (older KubeRay serves it) of 100 workers with
+    8 GPUs each, declaring a single one-pod PodSet."""
+    comp = raycluster(100)
+    comp["template"]["apiVersion"] = "ray.io/v1alpha1"
+    worker = comp["template"]["spec"]["workerGroupSpecs"][0]["template"]["spec"]
+    worker["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": 8}}
+    comp["podSets"] = [{"replicas": 1, "path": "template.spec.headGroupSpec.template"}]
+    return comp
+
+
+async def test_known_kind_in_an_unknown_version_is_refused(env: Env) -> None:
+    """Upstream infers nothing for a RayCluster outside ``ray.io/v1`` and trusts the
+    declared PodSets (1 pod admitted for 101); here the version is refused, naming the
+    field and the versions inference knows (issue #27, item 4)."""
+    env.server.register_kind(GVK("ray.io", "v1alpha1", "RayCluster"), "rayclusters", True)
+    aw = appwrapper([old_kuberay_cluster()])
+    expected = ('spec.components[0].template.apiVersion: Unsupported value: '
+                '"ray.io/v1alpha1": supported values: "ray.io/v1"')
+    assert await env.errors(aw) == [expected]
+    assert expected in await rejected(env.admin, aw)
+    # Without declared PodSets too (and whether or not the cluster serves the version).
+    bare = old_kuberay_cluster()
+    del bare["podSets"]
+    assert (await Env(extra_kinds=False).errors(appwrapper([pod(declare=True), bare]))) == [
+        expected.replace("components[0]", "components[1]")]
+    # The served version of the same cluster is inferred: 101 pods, not 1.
+    current = old_kuberay_cluster()
+    current["template"]["apiVersion"] = "ray.io/v1"
+    assert await env.errors(appwrapper([current])) == [
+        "spec.components[0].podSets: Invalid value: DeclaredPodSet count 1 differs from "
+        "inferred count 2"]
+    del current["podSets"]
+    await env.admin.create(appwrapper([current]))
+
+
+def priority_class() -> dict[str, Any]:
+    """A cluster-scoped component: a PriorityClass (a tenant's way to jump the queue)."""
+    return component({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                      "metadata": {"name": "top"}, "value": 1000000000}, pod_sets=[])
+
+
+def cluster_role() -> dict[str, Any]:
+    """Another cluster-scoped component: a ClusterRole granting everything."""
+    return component({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                      "metadata": {"name": "all"},
+                      "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]},
+                     pod_sets=[])
+
+
+async def test_rbac_review_is_asked_in_the_component_scope(env: Env) -> None:
+    """The review for a cluster-scoped kind has no namespace (from the kind's REST
+    mapping), so a RoleBinding in the AppWrapper's namespace no longer stands in for a
+    ClusterRoleBinding; a namespaced kind keeps the AppWrapper's namespace (issue #27,
+    item 6)."""
+    env.server.register_kind(GVK("rbac.authorization.k8s.io", "v1", "ClusterRole"),
+                             "clusterroles", False)
+    # What a RoleBinding in NS to a role granting these kinds gives.
+    env.authorizer.rules.append(AccessRule(
+        users=(LIMITED_USER,), verbs=("create",),
+        api_groups=("scheduling.k8s.io", "rbac.authorization.k8s.io"),
+        resources=("priorityclasses", "clusterroles"), namespaces=(NS,)))
+    aw = appwrapper([pod(declare=True), priority_class(), cluster_role()])
+    assert await env.errors(aw, LIMITED) == [
+        "spec.components[1].template: Forbidden: User limited-user is not authorized to "
+        "create priorityclasses cluster-wide",
+        "spec.components[2].template: Forbidden: User limited-user is not authorized to "
+        "create clusterroles cluster-wide"]
+    assert [(r["resourceAttributes"]["resource"], r["resourceAttributes"]["namespace"])
+            for r in env.authorizer.reviews] == [
+        ("pods", NS), ("priorityclasses", ""), ("clusterroles", "")]
+    assert "create priorityclasses cluster-wide" in await rejected(env.limited, aw)
+    # What a ClusterRoleBinding gives (any namespace, and none) is enough.
+    env.authorizer.rules.append(AccessRule(
+        users=(LIMITED_USER,), verbs=("create",),
+        api_groups=("scheduling.k8s.io", "rbac.authorization.k8s.io"),
+        resources=("priorityclasses", "clusterroles")))
+    assert await env.errors(aw, LIMITED) == []
+    await env.limited.create(aw)
+
+
+async def test_rbac_review_for_an_unserved_kind_is_asked_cluster_wide() -> None:
+    """With the served-kind check off, an unserved kind is asked about as upstream does
+    (resource ``*``) but cluster-wide: its scope is unknown."""
+    env = Env(extra_kinds=False)
+    env.webhook.check_served_kinds = False
+    env.authorizer.rules.append(AccessRule(users=(LIMITED_USER,), verbs=("create",),
+                                           namespaces=(NS,)))
+    aw = appwrapper([jobset(1)])
+    assert await env.errors(aw, LIMITED) == [
+        "spec.components[0].template: Forbidden: User limited-user is not authorized to "
+        "create * cluster-wide"]
+    assert env.authorizer.reviews[-1]["resourceAttributes"] == {
+        "namespace": "", "verb": "create", "group": "jobset.x-k8s.io",
+        "version": "v1alpha2", "resource": "*"}
+
+
 # --- update validation ---------------------------------------------------------------------------
 
 
