@@ -9,6 +9,7 @@ scenarios follow its e2e fault-tolerance tests (``Failing Workloads`` with retri
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 from typing import Any
 
@@ -19,7 +20,7 @@ from integrations.appwrapper.api import AppWrapperCondition, AppWrapperPhase
 from integrations.appwrapper.config import FaultToleranceConfig
 from jobframework.runtime.client.interface import PropagationPolicy
 from jobframework.runtime.errors import Forbidden
-from jobframework.runtime.objects import Object
+from jobframework.runtime.objects import GVK, Object
 
 from .controller_helpers import (
     JOB_GVK,
@@ -35,6 +36,7 @@ from .controller_helpers import (
     transition_time,
     upstream_test_config,
 )
+from .helpers import pytorchjob, raycluster, rayjob, serve_extra_kinds
 
 QR = AppWrapperCondition.QUOTA_RESERVED
 RD = AppWrapperCondition.RESOURCES_DEPLOYED
@@ -215,6 +217,58 @@ async def test_failure_grace_period_measured_from_unhealthy(h: Harness) -> None:
     assert brief(await h.cond(PR))[0] == "False"
 
 
+@pytest.mark.parametrize(("offset", "phase", "count"), [
+    (-1, "Running", 0), (0, "Resetting", 1), (1, "Resetting", 1)],
+    ids=["before-deadline", "at-deadline", "after-deadline"])
+async def test_failure_grace_anchor_is_unhealthy_not_the_deployment(
+        h: Harness, offset: int, phase: str, count: int) -> None:
+    """A pod failing long after the deployment still gets the whole failure grace: the
+    deadline is Unhealthy's transition + grace, not ResourcesDeployed's. One second
+    before it the AppWrapper waits; at the deadline itself (Go's ``now.Before``) and
+    after it, it resets."""
+    with_ft(h, retry_limit=3)
+    await to_running(h, pod("p1"), pod("p2"), annotations={
+        P + "failureGracePeriodDuration": "30s"})
+    await h.set_pod_phase("Running", 2)
+    assert (await h.reconcile()).requeue_after == 60
+    deployed = transition_time(await h.cond(RD))
+    h.clock.advance(100)  # past deployment + grace: an RD-anchored timer has expired
+    await h.set_pod_phase("Failed", 1, exit_code=1)
+    assert (await h.reconcile()).requeue_after == 30
+    assert await h.phase() == "Running"
+    assert transition_time(await h.cond(UH)) == deployed + dt.timedelta(seconds=100)
+    assert transition_time(await h.cond(RD)) == deployed
+
+    h.clock.advance(30 + offset)
+    await h.reconcile()
+    aw = await h.get()
+    assert aw["status"]["phase"] == phase
+    assert aw["status"].get("resettingCount", 0) == count
+    assert h.events() == [("Normal", "Unhealthy", "FoundFailedPods: 1 failed pods")] * count
+
+
+@pytest.mark.parametrize(("offset", "phase", "count"), [
+    (-1, "Resuming", 0), (0, "Resetting", 1), (1, "Resetting", 1)],
+    ids=["before-deadline", "at-deadline", "after-deadline"])
+async def test_create_retries_end_at_the_admission_deadline(
+        h: Harness, offset: int, phase: str, count: int) -> None:
+    """Resuming retries a non-fatal create error while now is before ResourcesDeployed's
+    transition + admission grace (the first attempt here is that late, so the anchor
+    is the deployment, not the first error); at the deadline itself it gives up."""
+    with_ft(h, retry_limit=1)
+    h.server.faults.fail("create", error=Forbidden("pods \"p1\" is forbidden: quota"),
+                         gvk=POD_GVK, times=None)
+    await h.advance_to_resuming("aw", pod("p1"), annotations={
+        P + "admissionGracePeriodDuration": "10s"})
+    h.clock.advance(10 + offset)
+    await h.reconcile()
+    aw = await h.get()
+    assert aw["status"]["phase"] == phase
+    assert aw["status"].get("resettingCount", 0) == count
+    assert [reason for _, reason, _ in h.events()] == ["Unhealthy"] * count
+    assert h.server.objects(POD_GVK, NS) == []
+
+
 async def test_a_recovered_pod_clears_unhealthy(h: Harness) -> None:
     """Within the failure grace the pod's controller may recover: Unhealthy is cleared
     (FoundNoFailedPods) and the AppWrapper keeps running."""
@@ -298,6 +352,46 @@ async def test_failed_job_with_a_terminal_pod_exit_code_fails(h: Harness) -> Non
     await h.reconcile()
     assert await h.phase() == "Failed"
     assert brief(await h.cond(UH))[1] == "FailedComponent"
+
+
+_FAILED = {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}
+#: kind → (component, GVK, object name, the status its controller writes on giving up).
+_WRAPPED: dict[str, tuple[dict[str, Any], GVK, str, dict[str, Any]]] = {
+    "Job": (job("j1"), JOB_GVK, "j1", {"conditions": [_FAILED]}),
+    "PyTorchJob": (pytorchjob(1), GVK("kubeflow.org", "v1", "PyTorchJob"), "pytorchjob",
+                   {"conditions": [{**_FAILED, "reason": "PyTorchJobFailed"}]}),
+    "RayCluster": (raycluster(1), GVK("ray.io", "v1", "RayCluster"), "raycluster",
+                   {"state": "failed", "conditions": [_FAILED]}),
+    "RayJob": (rayjob(1), GVK("ray.io", "v1", "RayJob"), "rayjob",
+               {"jobStatus": "FAILED", "conditions": [_FAILED]}),
+}
+
+
+@pytest.mark.parametrize(("kind", "phase", "count", "unhealthy"), [
+    ("Job", "Resetting", 1, "FailedComponent"),
+    ("PyTorchJob", "Resetting", 1, "FailedComponent"),
+    # Detection is disabled upstream for Ray ("failed is not a terminal state").
+    ("RayCluster", "Running", 0, "Resuming"),
+    ("RayJob", "Running", 0, "Resuming"),
+])
+async def test_failed_condition_counts_for_job_and_pytorchjob_only(
+        h: Harness, kind: str, phase: str, count: int, unhealthy: str) -> None:
+    """Upstream's getComponentStatus: a batch/v1 Job or kubeflow.org/v1 PyTorchJob with
+    ``Failed=True`` is a failed component (Unhealthy FailedComponent, a reset without
+    the failure grace); a RayCluster or RayJob that says it failed is not (Unhealthy
+    keeps its Resuming reason)."""
+    serve_extra_kinds(h.server)
+    with_ft(h, retry_limit=1, failure_grace_period=dt.timedelta(hours=1))
+    component, gvk, name, failed_status = _WRAPPED[kind]
+    await to_running(h, component)
+    obj = await h.api.get(gvk, name, namespace=NS)
+    obj["status"] = copy.deepcopy(failed_status)
+    await h.api.update_status(obj)
+    await h.reconcile()
+    aw = await h.get()
+    assert aw["status"]["phase"] == phase
+    assert aw["status"].get("resettingCount", 0) == count
+    assert (await h.cond(UH)).get("reason") == unhealthy
 
 
 # --- admission and warmup grace in Running -----------------------------------------------------
@@ -544,6 +638,36 @@ async def test_pods_are_force_deleted_after_the_forceful_deletion_grace(h: Harne
     assert await h.phase() == "Suspended"
     assert brief(await h.cond(RD)) == ("False", "Suspended", "Suspend is true")
     assert brief(await h.cond(DR)) == ("False", "DeletionComplete", "")
+
+
+@pytest.mark.parametrize(("offset", "grace_periods"), [
+    (-1, [None]), (0, [None]), (1, [None, 0])],
+    ids=["before-deadline", "at-deadline", "after-deadline"])
+async def test_forceful_deletion_grace_anchor_is_deleting_resources_not_the_deployment(
+        h: Harness, offset: int, grace_periods: list[int | None]) -> None:
+    """Suspended long after the deployment, the components still get the whole
+    forceful-deletion grace: the deadline is DeletingResources' transition + grace, not
+    ResourcesDeployed's. Forceful deletion starts strictly after it (Go's ``After``)."""
+    await to_running(h, lingering(pod("p1")), annotations={
+        P + "forcefulDeletionGracePeriodDuration": "1m"})
+    await h.set_pod_phase("Running", 1)
+    assert (await h.reconcile()).requeue_after == 60
+    deployed = transition_time(await h.cond(RD))
+    h.clock.advance(300)  # past deployment + grace: an RD-anchored timer has expired
+    await h.suspend()
+    await h.reconcile()
+    assert await h.phase() == "Suspending"
+    assert (await h.reconcile()).requeue_after == 5
+    assert h.client.deletes == [DeleteCall("Pod", "p1", PropagationPolicy.BACKGROUND, None)], \
+        "deletion just initiated: graceful only"
+    assert transition_time(await h.cond(DR)) == deployed + dt.timedelta(seconds=300)
+
+    h.clock.advance(60 + offset)
+    h.client.deletes.clear()
+    assert (await h.reconcile()).requeue_after == 5
+    assert [(d.name, d.grace_period_seconds) for d in h.client.deletes] == [
+        ("p1", g) for g in grace_periods]
+    assert await h.phase() == "Suspending"
 
 
 async def test_components_are_force_deleted_once_their_pods_are_gone(h: Harness) -> None:

@@ -19,10 +19,12 @@ from integrations.appwrapper import (
     FRAMEWORK_NAME,
     USER_LABEL,
     USERID_LABEL,
+    AppWrapperJob,
     AppWrapperKueueWebhook,
     AppWrapperWebhook,
     load_crds,
 )
+from integrations.appwrapper.podsets import effective_pod_sets
 from integrations.appwrapper.webhook import validate_appwrapper_update
 from jobframework import constants as c
 from jobframework.integrations import IntegrationManager
@@ -41,6 +43,7 @@ from jobframework.webhook import (
 )
 
 from .helpers import (
+    BUSYBOX,
     LIMITED_USER,
     LIMITED_USER_ID,
     NS,
@@ -265,15 +268,51 @@ async def test_well_formed_appwrappers_are_accepted(env: Env) -> None:
     assert len(created["spec"]["components"]) == 5
 
 
+TAS_POD_INDEX = "workload.codeflare.dev.appwrapper/tas-pod-index-label"
+
+
 async def test_pod_sets_inferred_for_common_kinds(env: Env) -> None:
-    """Upstream "PodSets are inferred for common kinds" (AW-19)."""
+    """Upstream "PodSets are inferred for common kinds" (AW-19), asserting what is
+    inferred (upstream v1.2.2's InferPodSets): a declared PodSet is kept as written; a
+    Deployment and a Pod give one PodSet; a Job gives parallelism capped by completions
+    with the completion index as TAS pod index. Kueue sees one PodSet per entry."""
     aw = appwrapper([pod(declare=True), deployment(1), pod(name="p2"), job(2, 4), job(8, 4)])
-    await env.admin.create(aw)
+    created = await env.admin.create(aw)
+    job_index = {TAS_POD_INDEX: "batch.kubernetes.io/job-completion-index"}
+    assert effective_pod_sets(created) == [
+        [{"path": "template"}],
+        [{"replicas": 1, "path": "template.spec.template"}],
+        [{"replicas": 1, "path": "template"}],
+        [{"replicas": 2, "path": "template.spec.template", "annotations": job_index}],
+        [{"replicas": 4, "path": "template.spec.template", "annotations": job_index}]]
+    pod_sets = await AppWrapperJob(created).pod_sets(env.admin)
+    assert [(p.name, p.count) for p in pod_sets] == [
+        ("aw-0", 1), ("aw-1", 1), ("aw-2", 1), ("aw-3", 2), ("aw-4", 4)]
+    assert [(p.template["metadata"].get("labels"), p.template["spec"]["restartPolicy"])
+            for p in pod_sets] == [(None, "Never"), ({"app": "deployment"}, "Always"),
+                                   (None, "Never"), (None, "Never"), (None, "Never")]
+    assert {c["image"] for p in pod_sets for c in p.template["spec"]["containers"]} == {BUSYBOX}
 
 
 async def test_pod_sets_inferred_for_pytorch_and_ray(env: Env) -> None:
-    """Upstream "PodSets are inferred for PyTorchJobs, RayClusters, and RayJobs" (AW-20)."""
-    await env.admin.create(appwrapper([pytorchjob(4), raycluster(7), rayjob(7)]))
+    """Upstream "PodSets are inferred for PyTorchJobs, RayClusters, and RayJobs" (AW-20),
+    asserting what is inferred: Master and Worker templates (replica index as TAS pod
+    index), and for Ray the head (1) and each worker group, at the RayJob's
+    ``rayClusterSpec`` for a RayJob."""
+    created = await env.admin.create(appwrapper([pytorchjob(4), raycluster(7), rayjob(7)]))
+    replica_index = {TAS_POD_INDEX: "training.kubeflow.org/replica-index"}
+    pytorch = "template.spec.pytorchReplicaSpecs."
+    assert effective_pod_sets(created) == [
+        [{"replicas": 1, "path": pytorch + "Master.template", "annotations": replica_index},
+         {"replicas": 4, "path": pytorch + "Worker.template", "annotations": replica_index}],
+        [{"replicas": 1, "path": "template.spec.headGroupSpec.template"},
+         {"replicas": 7, "path": "template.spec.workerGroupSpecs[0].template"}],
+        [{"replicas": 1, "path": "template.spec.rayClusterSpec.headGroupSpec.template"},
+         {"replicas": 7, "path": "template.spec.rayClusterSpec.workerGroupSpecs[0].template"}]]
+    pod_sets = await AppWrapperJob(created).pod_sets(env.admin)
+    assert [(p.name, p.count) for p in pod_sets] == [
+        ("aw-0", 1), ("aw-1", 4), ("aw-2", 1), ("aw-3", 7), ("aw-4", 1), ("aw-5", 7)]
+    assert {c["image"] for p in pod_sets for c in p.template["spec"]["containers"]} == {BUSYBOX}
 
 
 async def test_declared_pod_sets_must_agree_with_inference(env: Env) -> None:

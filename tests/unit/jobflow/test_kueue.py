@@ -24,7 +24,7 @@ from jobframework.runtime.objects import GVK, Object
 from jobframework.runtime.reconcile import Request
 from jobframework.testing import APIServer
 
-from .helpers import FakeRecorder, Harness, finish, flow, jobflow
+from .helpers import FakeRecorder, Harness, finish, flow, jobflow, jobtemplate
 
 WORKLOAD = GVK(c.KUEUE_GROUP, c.KUEUE_VERSION, "Workload")
 FLAVOR = GVK(c.KUEUE_GROUP, c.KUEUE_VERSION, "ResourceFlavor")
@@ -253,6 +253,30 @@ async def test_adapter_contract(h: Harness) -> None:
     assert [(p.name, p.count) for p in await job.reclaimable_pods(h.api)] == [("a", 2)]
     job.obj["status"]["jobStatusList"] = {"wf-a/default": {"active": 0}}
     assert not job.is_active()
+
+
+@pytest.mark.parametrize(("job_spec", "count"), [
+    ({"parallelism": 4, "completions": 2}, 2),
+    ({"parallelism": 2, "completions": 4}, 2),
+    ({"parallelism": 3, "completions": 3}, 3),
+    ({"parallelism": 4}, 4),
+    ({"completions": 3}, 1),
+], ids=["capped-by-completions", "parallelism-below-completions", "equal", "no-completions",
+        "default-parallelism"])
+@pytest.mark.parametrize("by_ref", [False, True], ids=["inline", "jobTemplateRef"])
+async def test_reclaimable_pods_are_the_completed_steps_pod_set_count(
+        h: Harness, job_spec: dict[str, Any], count: int, by_ref: bool) -> None:
+    """A completed step gives back its whole PodSet: parallelism (default 1) capped by
+    completions, the count the Workload reserved for it (inline or from a JobTemplate)."""
+    if by_ref:
+        await h.api.create(jobtemplate("tpl", **job_spec))
+    step = flow("a", ref="tpl") if by_ref else flow("a", **job_spec)
+    wf = await h.api.create(jobflow("wf", [step, flow("b", "a")], suspend=True))
+    job = JobFlowJob(wf)
+    assert [(p.name, p.count) for p in await job.pod_sets(h.api)] == [("a", count), ("b", 1)]
+    job.obj["status"] = {"flows": [{"name": "a", "phase": "Succeeded", "jobName": "wf-a"},
+                                   {"name": "b", "phase": "Running", "jobName": "wf-b"}]}
+    assert [(p.name, p.count) for p in await job.reclaimable_pods(h.api)] == [("a", count)]
 
 
 async def test_pods_ready_from_children(h: Harness) -> None:
