@@ -99,6 +99,10 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--webhook-port", type=int, default=None,
                    help="0 picks a free port (default: 0, or 9443 with --in-cluster)")
     r.add_argument("--cert-dir", type=Path, help="serving certificate directory (default: temp)")
+    r.add_argument("--webhook-client-ca", type=Path, default=None, metavar="PATH",
+                   help="require webhook clients to present a certificate signed by this CA "
+                        "bundle (the API server's, set in its AdmissionConfiguration; "
+                        "default: no client authentication)")
     r.add_argument("--health-probe-bind-address", help="host:port for /healthz and /readyz")
     r.add_argument("--metrics-bind-address", help="host:port for /metrics")
     r.add_argument("--no-wait-for-pods-ready", dest="wait_for_pods_ready",
@@ -193,7 +197,7 @@ def manager_options(args: argparse.Namespace,
         webhook_host=args.webhook_host or ("0.0.0.0" if in_cluster else "127.0.0.1"),
         webhook_port=args.webhook_port if args.webhook_port is not None
         else (9443 if in_cluster else 0),
-        cert_dir=args.cert_dir,
+        cert_dir=args.cert_dir, webhook_client_ca=args.webhook_client_ca,
         health_probe_bind_address=args.health_probe_bind_address,
         metrics_bind_address=args.metrics_bind_address,
         wait_for_pods_ready=args.wait_for_pods_ready,

@@ -139,6 +139,9 @@ class ManagerOptions:
     webhook_port: int = 0
     #: Where the serving certificate is written (a temporary directory when None).
     cert_dir: Path | None = None
+    #: A CA bundle: the webhook server then requires client certificates signed by it
+    #: (the API server's, from its AdmissionConfiguration). None: no client auth.
+    webhook_client_ca: Path | None = None
     #: The integrations to run, by installed name (:mod:`jobframework.plugins`).
     #: None: those :attr:`kueue_config` lists in ``integrations.externalFrameworks``, or
     #: all of :data:`~integrations.catalog.DEFAULT_INTEGRATIONS` when it lists none.
@@ -361,6 +364,7 @@ class ExternalFrameworkManager:
         self.manager = mgr
         # Its controller_runtime_webhook_* metrics are served with the manager's.
         server = WebhookServer(host=opts.webhook_host, port=opts.webhook_port, cert_dir=cert_dir,
+                               client_ca_file=opts.webhook_client_ca,
                                shutdown_timeout=5.0, metrics_registry=mgr.get_metrics().registry)
         self.webhook_server = server
         ours = {i.framework_name for i in self.integrations}

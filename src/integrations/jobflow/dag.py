@@ -15,6 +15,7 @@ Nothing here does I/O, so every rule is testable on plain dicts:
 from __future__ import annotations
 
 import copy
+import heapq
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -56,62 +57,73 @@ def find_cycle(flows: Sequence[Flow]) -> list[str] | None:
     """A dependency cycle as ``[a, b, ..., a]`` (``a`` depends on ``b`` ...), or None.
 
     Dependencies on unknown names are ignored (they are reported separately). The search
-    follows the flows' list order, so the cycle reported is deterministic.
+    follows the flows' list order, so the cycle reported is deterministic. It is a
+    depth-first search with its own stack, not Python's: a chain of any length (a spec
+    stored past the webhook and the CRD's ``maxItems``) cannot exhaust the interpreter's
+    recursion limit.
     """
     deps: dict[str, tuple[str, ...]] = {}
     for f in flows:
         deps.setdefault(f.name, f.dependencies)
     white, grey, black = 0, 1, 2
     color = dict.fromkeys(deps, white)
-    stack: list[str] = []
-
-    def visit(node: str) -> list[str] | None:
-        color[node] = grey
-        stack.append(node)
-        for dep in deps[node]:
-            if dep not in deps:
-                continue
-            if color[dep] == grey:
-                return [*stack[stack.index(dep):], dep]
-            if color[dep] == white:
-                found = visit(dep)
-                if found is not None:
-                    return found
-        stack.pop()
-        color[node] = black
-        return None
-
-    for name in deps:
-        if color[name] == white:
-            found = visit(name)
-            if found is not None:
-                return found
+    for root in deps:
+        if color[root] != white:
+            continue
+        # path[i] is the node being visited at depth i; pending[i] what is left of its
+        # dependencies. A grey dependency is on the path: that part of it is the cycle.
+        color[root] = grey
+        path = [root]
+        pending = [iter(deps[root])]
+        while pending:
+            for dep in pending[-1]:
+                if dep not in deps:
+                    continue
+                if color[dep] == grey:
+                    return [*path[path.index(dep):], dep]
+                if color[dep] == white:
+                    color[dep] = grey
+                    path.append(dep)
+                    pending.append(iter(deps[dep]))
+                    break
+            else:
+                color[path.pop()] = black
+                pending.pop()
     return None
 
 
 def topological_order(flows: Sequence[Flow]) -> list[str]:
-    """Flow names, dependencies first (list order among independent flows).
+    """Flow names, dependencies first; among the flows ready at a time, the first listed.
 
-    Raises ``ValueError`` naming the cycle when there is one.
+    Raises ``ValueError`` naming the cycle when there is one. Linear in the graph's size
+    (Kahn's algorithm), without recursion, however long the chains.
     """
     cycle = find_cycle(flows)
     if cycle is not None:
         raise ValueError("dependency cycle: " + " -> ".join(cycle))
-    names = {f.name for f in flows}
+    position: dict[str, int] = {}
+    deps: dict[str, set[str]] = {}
+    for i, f in enumerate(flows):
+        if f.name not in position:  # a repeated name: its first flow (as find_cycle)
+            position[f.name] = i
+            deps[f.name] = set(f.dependencies)
+    dependents: dict[str, list[str]] = {name: [] for name in position}
+    waiting: dict[str, int] = {}
+    for name, ds in deps.items():
+        known = [d for d in ds if d in position]  # unknown names are reported elsewhere
+        waiting[name] = len(known)
+        for d in known:
+            dependents[d].append(name)
+    ready = [(position[n], n) for n, count in waiting.items() if count == 0]
+    heapq.heapify(ready)
     done: list[str] = []
-    placed: set[str] = set()
-    pending = [f for f in flows]
-    while pending:
-        rest = []
-        for f in pending:
-            if f.name in placed:
-                continue
-            if all(d in placed or d not in names for d in f.dependencies):
-                done.append(f.name)
-                placed.add(f.name)
-            else:
-                rest.append(f)
-        pending = rest
+    while ready:
+        _, name = heapq.heappop(ready)
+        done.append(name)
+        for m in dependents[name]:
+            waiting[m] -= 1
+            if waiting[m] == 0:
+                heapq.heappush(ready, (position[m], m))
     return done
 
 

@@ -3,7 +3,10 @@
 A JobFlow is rejected, with apimachinery's field-error messages (one error:
 ``<path>: <type>: <value>: <detail>``; several: ``[e1, e2]``), when:
 
-- it has no flow, or more than a Workload holds as PodSets (18);
+- it has no flow, or more than a Workload holds as PodSets (18): then that is the only
+  error reported, the steps are not looked at (the CRD's ``maxItems`` refuses such a
+  spec first; this covers one stored before it);
+- a flow lists more than 18 dependencies (one error for the list);
 - a flow name is missing, repeated, not a DNS-1123 label, or makes an invalid child Job
   name ``<jobflow>-<flow>`` (a DNS-1123 label: at most 63 characters);
 - a flow sets both or neither of ``jobTemplate`` and ``jobTemplateRef``, a
@@ -104,6 +107,25 @@ def _container_errors(path: Path, job_spec: Any, detail: str) -> ErrorList:
     return errs
 
 
+def _dependency_errors(path: Path, deps: tuple[str, ...], names: set[str]) -> ErrorList:
+    """A flow's ``dependencies`` (at ``path``) name flows of the JobFlow, once each."""
+    errs = ErrorList()
+    if len(deps) > MAX_FLOWS:
+        # More entries than there can be flows: one error, not one per repeat.
+        errs.append(FieldError(ErrorType.TOO_MANY, str(path), len(deps),
+                               f"must have at most {MAX_FLOWS} items"))
+        return errs
+    seen: set[str] = set()
+    for k, dep in enumerate(deps):
+        if dep in seen:
+            errs.append(field.duplicate(path.index_(k), dep))
+        elif dep not in names:
+            errs.append(FieldError(ErrorType.NOT_FOUND, str(path.index_(k)), dep,
+                                   "no flow of this JobFlow has this name"))
+        seen.add(dep)
+    return errs
+
+
 def validate_jobflow(jobflow: Object) -> ErrorList:
     """Every create-time rule (see the module docstring) for ``jobflow``."""
     errs = ErrorList()
@@ -113,10 +135,13 @@ def validate_jobflow(jobflow: Object) -> ErrorList:
     if not spec.flows:
         errs.append(field.required(_FLOWS, "a JobFlow needs at least one flow"))
     elif len(spec.flows) > MAX_FLOWS:
+        # Alone: a spec this size (stored past the CRD's maxItems) is not walked further,
+        # so thousands of steps cost one error, not one per step.
         errs.append(FieldError(
             ErrorType.TOO_MANY, str(_FLOWS), len(spec.flows),
             f"must have at most {MAX_FLOWS} items: a Kueue Workload holds at most "
             f"{MAX_FLOWS} PodSets, one per flow"))
+        return errs
     share_names: set[str] = set()
     for j, vol in enumerate(spec.share_volumes):
         vname = str(vol.get("name") or "")
@@ -155,15 +180,7 @@ def validate_jobflow(jobflow: Object) -> ErrorList:
         else:
             errs.extend(_container_errors(p.child("jobTemplate"), raw.get("jobTemplate"),
                                           "a flow's Job needs at least one container"))
-        dep_seen: set[str] = set()
-        for k, dep in enumerate(flow.dependencies):
-            dp = p.child("dependencies").index_(k)
-            if dep in dep_seen:
-                errs.append(field.duplicate(dp, dep))
-            elif dep not in names:
-                errs.append(FieldError(ErrorType.NOT_FOUND, str(dp), dep,
-                                       "no flow of this JobFlow has this name"))
-            dep_seen.add(dep)
+        errs.extend(_dependency_errors(p.child("dependencies"), flow.dependencies, names))
         for k, mount in enumerate(flow.share_volume_mounts):
             mname = str(mount.get("name") or "")
             if mname not in share_names:

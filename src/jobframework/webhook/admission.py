@@ -130,10 +130,10 @@ class AdmissionRequest:
             raise MalformedReview("request.uid is required")
         op = data.get("operation")
         try:
-            operation = Operation(str(op))
+            operation = Operation(op if isinstance(op, str) else "")
         except ValueError:
             raise MalformedReview(
-                f"request.operation {op!r} is not one of CREATE, UPDATE, DELETE, CONNECT"
+                f"request.operation {_shown(op)} is not one of CREATE, UPDATE, DELETE, CONNECT"
             ) from None
         kind = _gvk(data.get("kind"), "request.kind")
         if kind is None:
@@ -562,27 +562,35 @@ async def review(handler: Handler, body: Any) -> tuple[int, dict[str, Any]]:
     """Answer one decoded AdmissionReview body: ``(http_status, response_review)``.
 
     A body that is not an AdmissionReview gets HTTP 400 and a review whose response is
-    an error naming the problem; anything the handler says is HTTP 200.
+    an error naming the problem; anything the handler says is HTTP 200. Decoding never
+    raises: whatever JSON the body holds (wrong types, nesting too deep for Python's
+    stack), the answer is a 400 with a short message.
     """
     api_version = "admission.k8s.io/v1"
     try:
         if not isinstance(body, Mapping):
             raise MalformedReview("the body must be a JSON object (an AdmissionReview)")
-        api_version = str(body.get("apiVersion") or api_version)
+        version = body.get("apiVersion") or api_version
         kind = body.get("kind") or "AdmissionReview"
-        if kind != "AdmissionReview" or api_version not in SUPPORTED_REVIEW_VERSIONS:
-            raise MalformedReview(
-                f"expected an admission.k8s.io/v1 AdmissionReview, got {api_version} {kind}"
-            )
+        # Checked before formatting: the message must not print arbitrary JSON.
+        if not isinstance(version, str) or not isinstance(kind, str):
+            raise MalformedReview("apiVersion and kind must be strings")
+        if kind != "AdmissionReview" or version not in SUPPORTED_REVIEW_VERSIONS:
+            raise MalformedReview("expected an admission.k8s.io/v1 AdmissionReview, got "
+                                  f"{_shown(version, quote=False)} {_shown(kind, quote=False)}")
+        api_version = version
         if body.get("request") is None:
             raise MalformedReview("the AdmissionReview has no request")
         request = AdmissionRequest.from_dict(body["request"])
-    except MalformedReview as exc:
-        log.warning("bad admission request: %s", exc)
-        uid = _uid_of(body)
-        if api_version not in SUPPORTED_REVIEW_VERSIONS:
-            api_version = "admission.k8s.io/v1"
-        return 400, _review(api_version, attrs.evolve(errored(400, exc), uid=uid))
+    except (MalformedReview, RecursionError) as exc:
+        # The checks above print no JSON and walk no nesting; RecursionError is the guard
+        # should one do: still the client's body, a 400, not a 500.
+        problem: str | BaseException = (
+            exc if isinstance(exc, MalformedReview)
+            else "the AdmissionReview nests JSON too deeply")
+        log.warning("bad admission request: %s", problem)
+        return 400, _review(api_version, attrs.evolve(errored(400, problem),
+                                                      uid=_uid_of(body)))
     response = await call_handler(handler, request)
     return 200, _review(api_version, response)
 
@@ -629,6 +637,21 @@ def _expand_moves(doc: Any, ops: list[JsonPatchOperation]) -> list[JsonPatchOper
             out.append(op)
         current = jsonpatch.apply_patch(current, [op], in_place=False)
     return out
+
+
+#: The longest string a 400's message quotes from the body.
+_MAX_SHOWN = 64
+
+
+def _shown(value: Any, *, quote: bool = True) -> str:
+    """``value`` for an error message: a string (cut short) or ``None``, else its JSON type
+    (never the JSON itself, which may be huge or nested beyond what ``repr`` can print)."""
+    if isinstance(value, str):
+        cut = value if len(value) <= _MAX_SHOWN else value[:_MAX_SHOWN] + "..."
+        return repr(cut) if quote else cut
+    if value is None:
+        return "None"
+    return f"<{type(value).__name__}>"
 
 
 def _str(data: Mapping[str, Any], key: str, where: str) -> str:

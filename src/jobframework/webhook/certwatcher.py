@@ -5,7 +5,8 @@ disk while the webhook runs. :class:`CertWatcher` polls the certificate and key 
 and, when their content changes and the new pair loads, serves it to every new TLS
 connection; connections already open keep the certificate they started with. A pair
 that does not load (say, half written) is logged and retried at the next poll, and the
-previous certificate stays in service.
+previous certificate stays in service. A client CA bundle (mutual TLS) is followed the
+same way: a changed bundle is loaded into the contexts of new connections.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ class CertWatcher:
         self._clock = clock or RealClock()
         self._client_ca = Path(client_ca_path) if client_ca_path else None
         self._tls_options = tuple(tls_options)
-        self._loaded: tuple[bytes, bytes] | None = None
+        self._loaded: tuple[bytes, bytes, bytes] | None = None
         self._current: ssl.SSLContext | None = None
         self._listening: ssl.SSLContext | None = None
         self._callbacks: list[Callable[[], None]] = []
@@ -83,19 +84,20 @@ class CertWatcher:
         self._callbacks.append(callback)
 
     def read_certificate(self) -> bool:
-        """Load the files now; True if the certificate changed.
+        """Load the files now; True if the certificate (or the client CA) changed.
 
         Raises (``OSError``, ``ssl.SSLError``) when the files cannot be read or do not
         form a key pair; the current certificate then stays in service.
         """
         cert = self.cert_path.read_bytes()
         key = self.key_path.read_bytes()
-        if self._loaded == (cert, key):
+        client_ca = self._client_ca.read_bytes() if self._client_ca is not None else b""
+        if self._loaded == (cert, key, client_ca):
             return False
         context = self._new_context()
         self._current = context
         first = self._loaded is None
-        self._loaded = (cert, key)
+        self._loaded = (cert, key, client_ca)
         if not first:
             self.reloads += 1
             log.info("updated the serving certificate from %s", self.cert_path)

@@ -55,6 +55,13 @@ class WebhookServer:
     ``port=0`` picks a free port (see :attr:`port`); :meth:`bind` picks it before the
     server starts, e.g. to write webhook configurations by URL first. Stopping waits up
     to ``shutdown_timeout`` seconds for requests in flight.
+
+    Client authentication is off by default: anything that reaches the port may post
+    reviews. ``client_ca_file`` (a CA bundle anywhere) or ``client_ca_name`` (a file in
+    ``cert_dir``, controller-runtime's ``ClientCAName``) requires every client to present
+    a certificate signed by that CA, as the API server does once its
+    AdmissionConfiguration gives it a client certificate for the webhook; the bundle is
+    re-read with the serving certificate when that changes.
     """
 
     def __init__(
@@ -66,6 +73,7 @@ class WebhookServer:
         cert_name: str = "tls.crt",
         key_name: str = "tls.key",
         client_ca_name: str | None = None,
+        client_ca_file: str | Path | None = None,
         tls_options: Sequence[TLSOption] = (),
         cert_poll_interval: float = DEFAULT_POLL_INTERVAL,
         clock: Clock | None = None,
@@ -73,12 +81,16 @@ class WebhookServer:
         max_request_bytes: int = MAX_REQUEST_BYTES,
         metrics_registry: CollectorRegistry | None = None,
     ) -> None:
+        if client_ca_name and client_ca_file:
+            raise ValueError("give client_ca_name (in cert_dir) or client_ca_file, not both")
         self.host = host
         self.cert_dir = Path(cert_dir) if cert_dir is not None else DEFAULT_CERT_DIR
         self._port = port
         self._cert_name = cert_name
         self._key_name = key_name
-        self._client_ca_name = client_ca_name
+        self._client_ca_file: Path | None = (
+            Path(client_ca_file) if client_ca_file
+            else self.cert_dir / client_ca_name if client_ca_name else None)
         self._tls_options = tuple(tls_options)
         self._poll_interval = cert_poll_interval
         self._clock = clock
@@ -150,6 +162,11 @@ class WebhookServer:
         return f"https://{host}:{self.port}{path}"
 
     @property
+    def client_ca_file(self) -> Path | None:
+        """The CA bundle client certificates must be signed by (None: no client auth)."""
+        return self._client_ca_file
+
+    @property
     def cert_watcher(self) -> CertWatcher:
         """The certificate watcher of the running server."""
         if self._watcher is None:
@@ -187,13 +204,12 @@ class WebhookServer:
         """
         if self._runner is not None:
             raise RuntimeError("the webhook server is already started")
-        client_ca = self.cert_dir / self._client_ca_name if self._client_ca_name else None
         watcher = CertWatcher(
             self.cert_dir / self._cert_name,
             self.cert_dir / self._key_name,
             interval=self._poll_interval,
             clock=self._clock,
-            client_ca_path=client_ca,
+            client_ca_path=self._client_ca_file,
             tls_options=self._tls_options,
         )
         app = web.Application(client_max_size=self._max_request_bytes)
@@ -327,6 +343,9 @@ class WebhookServer:
             body: Any = wirejson.loads(raw)
         except ValueError as exc:
             return _error(400, f"the request body is not JSON: {exc}")
+        except RecursionError:
+            # orjson stops at 1,024 levels; its fallback, json, at the recursion limit.
+            return _error(400, "the request body nests JSON too deeply to decode")
         status, out = await review(handler, body)
         return _json(out, status)
 

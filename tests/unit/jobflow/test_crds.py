@@ -6,7 +6,13 @@ import copy
 
 import pytest
 
-from integrations.jobflow import JOBFLOW_GVK, JOBTEMPLATE_GVK, load_crds, load_samples
+from integrations.jobflow import (
+    JOBFLOW_GVK,
+    JOBTEMPLATE_GVK,
+    MAX_FLOWS,
+    load_crds,
+    load_samples,
+)
 from integrations.jobflow.webhook import validate_jobflow
 from jobframework.runtime.errors import Invalid
 from jobframework.runtime.objects import Object
@@ -91,6 +97,24 @@ async def test_schema_rejects_wrong_types_and_prunes_typos(server: APIServer) ->
     obj["status"] = {"state": "Done"}
     with pytest.raises(Invalid):
         await api.update_status(obj)
+
+
+async def test_schema_bounds_the_steps_and_their_dependencies(server: APIServer) -> None:
+    """``maxItems`` refuses an oversized spec even while the webhook is not called."""
+    (crd,) = [c for c in load_crds() if c["spec"]["names"]["kind"] == "JobFlow"]
+    flows = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"][
+        "properties"]["flows"]
+    assert flows["maxItems"] == MAX_FLOWS
+    assert flows["items"]["properties"]["dependencies"]["maxItems"] == MAX_FLOWS
+    api = server.client()
+    with pytest.raises(Invalid) as info:
+        await api.create(jobflow("wf", [flow(f"s{i}") for i in range(MAX_FLOWS + 1)]))
+    assert "spec.flows: Too many: 19: must have at most 18 items" in str(info.value)
+    with pytest.raises(Invalid) as info:
+        await api.create(jobflow("wf", [flow("a"), flow("b", *["a"] * (MAX_FLOWS + 1))]))
+    assert "spec.flows[1].dependencies: Too many: 19: must have at most 18 items" in \
+        str(info.value)
+    await api.create(jobflow("wf", [flow(f"s{i}") for i in range(MAX_FLOWS)]))
 
 
 def test_webhook_verdict_on_samples() -> None:

@@ -53,6 +53,35 @@ def test_topological_order_puts_dependencies_first_and_rejects_cycles() -> None:
     assert set(order) == {"a", "b", "c", "d"}
     with pytest.raises(ValueError, match="a -> b -> a"):
         topological_order(flows(("a", ["b"]), ("b", ["a"])))
+    # Among the flows ready at a time, the first listed: b as soon as a is placed.
+    assert topological_order(flows(("b", ["a"]), ("a", []), ("c", []))) == ["a", "b", "c"]
+
+
+def reverse_chain(n: int) -> list[Flow]:
+    """``s0`` depends on ``s1``, ``s1`` on ``s2``...: a search from ``s0`` goes ``n`` deep."""
+    return [Flow(name=f"s{i}", dependencies=(f"s{i + 1}",) if i + 1 < n else ())
+            for i in range(n)]
+
+
+def test_find_cycle_walks_a_chain_longer_than_the_recursion_limit() -> None:
+    """Stored past the CRD's maxItems, a JobFlow can hold any number of steps; the search
+    keeps its own stack (the recursive one raised RecursionError from ~1,000 steps)."""
+    chain = reverse_chain(5000)
+    assert find_cycle(chain) is None
+    order = topological_order(chain)
+    assert order[0] == "s4999" and order[-1] == "s0" and len(order) == 5000
+    closed = [*chain[:-1], Flow(name="s4999", dependencies=("s0",))]
+    cycle = find_cycle(closed)
+    assert cycle == [*(f"s{i}" for i in range(5000)), "s0"]
+
+
+def test_find_cycle_reports_the_first_cycle_met_in_list_order() -> None:
+    # a -> b -> c -> b: the cycle is b, c (a only leads to it); d's own cycle comes later.
+    got = find_cycle(flows(("a", ["x", "b"]), ("b", ["c"]), ("c", ["b"]), ("d", ["d"])))
+    assert got == ["b", "c", "b"]
+    # A finished branch (b, all its dependencies done) is not walked again from c.
+    assert find_cycle(flows(("a", ["b", "c"]), ("b", ["d"]), ("c", ["b", "d"]),
+                            ("d", []))) is None
 
 
 def test_template_annotation_splits_at_the_first_dot() -> None:

@@ -9,12 +9,13 @@ from typing import Any
 
 import pytest
 
-from integrations.jobflow import JOBTEMPLATE_GVK
+from integrations.jobflow import JOBTEMPLATE_GVK, load_crds
 from integrations.jobflow.controller import JobTemplateReconciler
 from integrations.jobflow.webhook import validate_jobflow
 from jobframework import constants as c
 from jobframework.runtime.objects import Object
 from jobframework.runtime.reconcile import Request
+from jobframework.testing import APIServer
 
 from .helpers import FakeRecorder, Harness, flow, jobflow, jobtemplate
 from .test_kueue import Kueue, queued
@@ -53,6 +54,40 @@ async def test_invalid_jobflow_fails_once_and_creates_nothing(h: Harness) -> Non
     assert (await h.reconcile("wf")).is_zero()
     assert (await h.get("wf"))["metadata"]["resourceVersion"] == \
         wf["metadata"]["resourceVersion"]
+    assert len(h.recorder.events) == 1
+
+
+def without_max_items(crd: Object) -> Object:
+    """The JobFlow CRD as shipped before its ``maxItems`` bounds."""
+    crd = copy.deepcopy(crd)
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    flows = spec["properties"]["flows"]
+    flows.pop("maxItems", None)
+    flows["items"]["properties"]["dependencies"].pop("maxItems", None)
+    return crd
+
+
+async def test_oversized_chain_stored_past_the_webhook_fails_with_the_size_error(
+        server: APIServer, h: Harness) -> None:
+    """1,500 reverse-chained steps stored under a CRD without ``maxItems`` (created
+    before the upgrade; the in-memory server does not ratchet validation, so it keeps
+    serving that CRD): the controller fails the JobFlow with the webhook's size error
+    instead of raising RecursionError on every pass."""
+    (crd,) = [x for x in load_crds() if x["spec"]["names"]["kind"] == "JobFlow"]
+    server.register_crd(without_max_items(crd))
+    chain = [flow(f"s{i}", *([f"s{i + 1}"] if i + 1 < 1500 else [])) for i in range(1500)]
+    await h.api.create(jobflow("wf", chain))
+    assert (await h.reconcile("wf")).is_zero()
+    assert await h.jobs() == {}
+    wf = await h.get("wf")
+    message = ("invalid spec: spec.flows: Too many: 1500: must have at most 18 items: a "
+               "Kueue Workload holds at most 18 PodSets, one per flow")
+    assert wf["status"]["state"] == "Failed"
+    cond = failed(wf)
+    assert (cond["status"], cond["reason"], cond["message"]) == ("True", "InvalidSpec",
+                                                                 message)
+    assert h.recorder.events == [("Warning", "Failed", message)]
+    assert (await h.reconcile("wf")).is_zero(), "terminal: nothing more to do"
     assert len(h.recorder.events) == 1
 
 

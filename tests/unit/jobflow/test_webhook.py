@@ -16,9 +16,9 @@ from integrations.jobflow import (
     validate_jobtemplate,
 )
 from jobframework.runtime.errors import ApiError
-from jobframework.runtime.objects import Object
+from jobframework.runtime.objects import GroupVersionResource, Object
 from jobframework.testing import APIServer
-from jobframework.webhook import admission_hook, with_custom_validator
+from jobframework.webhook import AdmissionRequest, admission_hook, with_custom_validator
 
 from .helpers import flow, jobflow, jobtemplate
 
@@ -39,6 +39,42 @@ def test_no_flows_and_too_many_flows() -> None:
         "spec.flows: Too many: 19: must have at most 18 items: a Kueue Workload holds at "
         "most 18 PodSets, one per flow"]
     assert messages(jobflow("wf", many[:18])) == []
+
+
+def reverse_chain(n: int) -> list[dict[str, Any]]:
+    """``s0`` depends on ``s1``, ``s1`` on ``s2``...: a recursive search goes ``n`` deep."""
+    return [flow(f"s{i}", *([f"s{i + 1}"] if i + 1 < n else [])) for i in range(n)]
+
+
+SIZE_ERROR_1500 = ("spec.flows: Too many: 1500: must have at most 18 items: a Kueue "
+                   "Workload holds at most 18 PodSets, one per flow")
+
+
+def test_an_oversized_spec_gets_the_size_error_alone() -> None:
+    """1,500 reverse-chained steps: one error, the steps are not walked (the cycle search
+    ran anyway and raised RecursionError)."""
+    many = reverse_chain(1500)
+    many[0]["name"] = "Not_A_Label"  # not looked at: the size error is alone
+    assert messages(jobflow("wf", many, managedBy="nope")) == [SIZE_ERROR_1500]
+
+
+async def test_the_webhook_denies_1500_chained_steps_with_the_size_error() -> None:
+    hook = admission_hook(with_custom_validator(JobFlowWebhook()))
+    request = AdmissionRequest.for_object(
+        "CREATE", jobflow("wf", reverse_chain(1500)), uid="u1",
+        resource=GroupVersionResource("api.practice.com", "v1alpha1", "jobflows"))
+    response = (await hook(request.to_review()))["response"]
+    assert response["allowed"] is False
+    assert (response["status"]["code"], response["status"]["message"]) == (
+        403, SIZE_ERROR_1500), "a denial, not the handler's 500"
+
+
+def test_too_many_dependencies_is_one_error() -> None:
+    deps = ["a"] * 19
+    assert messages(jobflow("wf", [flow("a"), flow("b", *deps)])) == [
+        "spec.flows[1].dependencies: Too many: 19: must have at most 18 items"]
+    assert messages(jobflow("wf", [flow("a"), flow("b", *deps[:18])]))[0] == \
+        'spec.flows[1].dependencies[1]: Duplicate value: "a"'
 
 
 def test_duplicate_flow_names() -> None:

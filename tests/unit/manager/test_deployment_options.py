@@ -1,12 +1,17 @@
 """``python -m integrations run``'s deployment flags: in-cluster mode, leader election,
-certificate management, a shared webhook URL, and JSON logs."""
+certificate management, a shared webhook URL, webhook client certificates, and JSON
+logs."""
 
 from __future__ import annotations
 
 import json
 import logging
+import ssl
 from pathlib import Path
+from typing import Any
 
+import aiohttp
+import attrs
 import pytest
 
 from integrations.__main__ import manager_options, parser
@@ -15,8 +20,11 @@ from integrations.manager import (
     DEFAULT_CERT_SECRET,
     DEFAULT_LEADER_ELECTION_ID,
     DEFAULT_MANAGER_NAMESPACE,
+    ExternalFrameworkManager,
     ManagerOptions,
 )
+from jobframework.testing import APIServer
+from jobframework.webhook import CertificateAuthority
 from jobframework.webhook.server import DEFAULT_CERT_DIR
 
 
@@ -75,6 +83,44 @@ def test_replicas_out_of_the_cluster_share_a_url_and_timings() -> None:
     assert opts.install_crds and opts.register_webhooks
     le = opts.leader_election
     assert le is not None and (le.lease_duration, le.renew_deadline) == (6.0, 4.0)
+
+
+async def post_status(url: str, context: ssl.SSLContext) -> int:
+    async with (aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context)) as session,
+                session.post(url, data=b"{}") as resp):
+        return resp.status
+
+
+async def test_webhook_client_ca_makes_the_server_require_client_certificates(
+        tmp_path: Path) -> None:
+    """``--webhook-client-ca`` reaches the manager's webhook server: a client without a
+    certificate is refused, the API server's (signed by that CA) is answered."""
+    assert options().webhook_client_ca is None, "off by default"
+    client_ca = CertificateAuthority.generate("apiserver-client-ca")
+    (tmp_path / "client-ca.crt").write_bytes(client_ca.cert_pem)
+    opts = options("--webhook-client-ca", str(tmp_path / "client-ca.crt"),
+                   "--cert-dir", str(tmp_path / "certs"), "--integrations", "jobflow")
+    assert opts.webhook_client_ca == tmp_path / "client-ca.crt"
+    mgr = ExternalFrameworkManager(APIServer().client(), attrs.evolve(
+        opts, install_crds=False, register_webhooks=False, ready_timeout=10.0))
+
+    async def no_setup(*_: Any, **__: Any) -> None:
+        return None
+
+    mgr.integrations = [attrs.evolve(i, setup=no_setup) for i in mgr.integrations]
+    cert, key = client_ca.issue(["kube-apiserver"], client_auth=True)
+    (tmp_path / "apiserver.crt").write_bytes(cert)
+    (tmp_path / "apiserver.key").write_bytes(key)
+    async with mgr:
+        server = mgr.webhook_server
+        assert server is not None and server.client_ca_file == tmp_path / "client-ca.crt"
+        anonymous = ssl.create_default_context(cafile=str(tmp_path / "certs" / "ca.crt"))
+        apiserver = ssl.create_default_context(cafile=str(tmp_path / "certs" / "ca.crt"))
+        apiserver.load_cert_chain(tmp_path / "apiserver.crt", tmp_path / "apiserver.key")
+        url = server.url("/no-such-webhook")
+        with pytest.raises(aiohttp.ClientError):
+            await post_status(url, anonymous)
+        assert await post_status(url, apiserver) == 404, "answered: the handshake passed"
 
 
 def test_inconsistent_lease_timings_are_refused() -> None:

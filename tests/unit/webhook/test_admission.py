@@ -245,6 +245,40 @@ async def test_review_of_malformed_bodies_is_a_400(body: Any, message: str) -> N
         assert resp["uid"] == "u1"
 
 
+def deep_list(depth: int) -> list[Any]:
+    """A list nested ``depth`` deep, built without recursion (``repr`` of it would not be)."""
+    value: list[Any] = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("where", ["apiVersion", "kind", "operation"])
+async def test_review_never_prints_arbitrary_json(where: str) -> None:
+    """A decoded body nesting 100,000 levels where a string belongs: formatting it into
+    the message raised RecursionError; now the value's JSON type is named, in a 400."""
+    request: dict[str, Any] = {"uid": "u1", "operation": "CREATE"}
+    body: dict[str, Any] = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                            "request": request}
+    (request if where == "operation" else body)[where] = deep_list(100_000)
+    status, out = await review(HandlerFunc(echo_handler), body)
+    assert status == 400
+    message = out["response"]["status"]["message"]
+    assert message == ("request.operation <list> is not one of CREATE, UPDATE, DELETE, "
+                       "CONNECT" if where == "operation" else
+                       "apiVersion and kind must be strings")
+    assert out["response"]["uid"] == "u1"
+
+
+async def test_review_quotes_a_long_string_cut_short() -> None:
+    body = {"kind": "AdmissionReview", "request": {"uid": "u1", "operation": "x" * 10_000}}
+    status, out = await review(HandlerFunc(echo_handler), body)
+    assert status == 400
+    assert out["response"]["status"]["message"] == (
+        f"request.operation {'x' * 64 + '...'!r} is not one of CREATE, UPDATE, DELETE, "
+        "CONNECT")
+
+
 async def test_a_raising_handler_is_a_500_with_the_uid() -> None:
     async def boom(req: AdmissionRequest) -> AdmissionResponse:
         raise RuntimeError("kaput")

@@ -128,6 +128,25 @@ async def test_validating_denial_carries_code_reason_causes(
         ({"body": {"apiVersion": "v1", "kind": "Pod"}}, 400, "expected an admission.k8s.io/v1"),
         ({"body": {"kind": "AdmissionReview", "request": {"uid": "u"}}}, 400,
          "request.operation None is not one of"),
+        # Not an object, wrong types, missing request or uid: named, never a 500.
+        ({"body": [1, 2]}, 400, "the body must be a JSON object"),
+        ({"body": "AdmissionReview"}, 400, "the body must be a JSON object"),
+        ({"body": {"apiVersion": ["admission.k8s.io/v1"], "kind": "AdmissionReview"}}, 400,
+         "apiVersion and kind must be strings"),
+        ({"body": {"kind": {"a": 1}}}, 400, "apiVersion and kind must be strings"),
+        ({"body": {"kind": "AdmissionReview"}}, 400, "the AdmissionReview has no request"),
+        ({"body": {"kind": "AdmissionReview", "request": "x"}}, 400, "request must be an object"),
+        ({"body": {"kind": "AdmissionReview", "request": {"operation": "CREATE"}}}, 400,
+         "request.uid is required"),
+        ({"body": {"kind": "AdmissionReview", "request": {"uid": 7}}}, 400,
+         "request.uid must be a string"),
+        ({"body": {"kind": "AdmissionReview", "request": {"uid": "u", "operation": [[1]]}}},
+         400, "request.operation <list> is not one of"),
+        ({"body": {"kind": "AdmissionReview", "request": {
+            "uid": "u", "operation": "CREATE", "kind": {"kind": "Job"},
+            "resource": {"resource": "jobs"}, "userInfo": {"groups": "all"}}}}, 400,
+         "request.userInfo.groups must be a list of strings"),
+        ({"raw": b"\xff\xfe{}"}, 400, "the request body is not JSON"),
     ],
 )
 async def test_malformed_input_is_a_400(running: WebhookServer, client_ssl: ssl.SSLContext,
@@ -138,6 +157,48 @@ async def test_malformed_input_is_a_400(running: WebhookServer, client_ssl: ssl.
     assert out["response"]["allowed"] is False
     assert out["response"]["status"]["code"] == status
     assert message in out["response"]["status"]["message"]
+
+
+def nested(depth: int) -> bytes:
+    """An AdmissionReview whose ``request.object`` holds lists ``depth`` deep."""
+    return (b'{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":'
+            b'{"uid":"u1","operation":"CREATE","kind":{"group":"batch","version":"v1",'
+            b'"kind":"Job"},"resource":{"group":"batch","version":"v1","resource":"jobs"},'
+            b'"object":{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"j"},'
+            b'"spec":{},"deep":' + b"[" * depth + b"]" * depth + b"}}}")
+
+
+@pytest.mark.parametrize("depth", [1_025, 5_000, 500_000])
+async def test_json_nested_past_the_decoder_is_a_400(
+    running: WebhookServer, client_ssl: ssl.SSLContext, make_request: Any, job: Any,
+    depth: int,
+) -> None:
+    """Past 1,024 levels the decoders give up (orjson) or run out of stack (json's
+    RecursionError, which was an uncaught plain 500): a 400 review naming the problem."""
+    url = running.url("/validate-batch-v1-job")
+    status, out = await post(url, None, client_ssl, raw=nested(depth))
+    assert status == 400
+    assert out["response"]["allowed"] is False
+    assert out["response"]["status"] == {
+        "code": 400, "message": "the request body nests JSON too deeply to decode"}
+    # The server goes on answering.
+    good = review_for(make_request, "CREATE", job())
+    assert (await post(url, good, client_ssl))[0] == 200
+
+
+async def test_json_nested_up_to_the_decoder_limit_is_reviewed(
+    running: WebhookServer, client_ssl: ssl.SSLContext,
+) -> None:
+    """1,000 levels (the review's own four included, 1,004) still decode: both handlers,
+    which copy and diff the object, answer it."""
+    status, out = await post(running.url("/validate-batch-v1-job"), None, client_ssl,
+                             raw=nested(1_000))
+    assert (status, out["response"]["uid"], out["response"]["allowed"]) == (200, "u1", True)
+    status, out = await post(running.url("/mutate-batch-v1-job"), None, client_ssl,
+                             raw=nested(1_000))
+    assert status == 200 and out["response"]["allowed"] is True
+    assert json.loads(base64.b64decode(out["response"]["patch"])) == [
+        {"op": "add", "path": "/spec/suspend", "value": True}]
 
 
 async def test_unknown_path_and_wrong_method(running: WebhookServer, client_ssl: ssl.SSLContext,
@@ -342,6 +403,78 @@ async def test_client_certificates_are_required_with_a_client_ca(
         with_cert.load_cert_chain(tmp_path / "client.crt", tmp_path / "client.key")
         status, _ = await post(srv.url("/v"), body, with_cert)
         assert status == 200
+
+
+def client_context(certs: ServingCerts, issuer: CertificateAuthority, where: Path,
+                   name: str = "apiserver") -> ssl.SSLContext:
+    """A client trusting the serving CA, presenting a certificate ``issuer`` signed."""
+    cert, key = issuer.issue(["kube-apiserver"], common_name=name, client_auth=True)
+    (where / f"{name}.crt").write_bytes(cert)
+    (where / f"{name}.key").write_bytes(key)
+    context = ssl.create_default_context(cafile=str(certs.ca_file))
+    context.load_cert_chain(where / f"{name}.crt", where / f"{name}.key")
+    return context
+
+
+async def test_client_ca_file_admits_only_certificates_it_signed(
+    certs: ServingCerts, ca: CertificateAuthority, client_ssl: ssl.SSLContext,
+    tmp_path: Path, make_request: Any, job: Any,
+) -> None:
+    """A client CA of its own, outside ``cert_dir`` (the API server's, as its
+    AdmissionConfiguration kubeconfig presents it): no certificate, or one another CA
+    signed (here the serving CA), gets no answer; one the client CA signed does."""
+    client_ca = CertificateAuthority.generate("apiserver-client-ca")
+    (tmp_path / "client-ca.crt").write_bytes(client_ca.cert_pem)
+    async with WebhookServer(cert_dir=certs.cert_dir, client_ca_file=tmp_path / "client-ca.crt",
+                             clock=ManualClock()) as srv:
+        srv.register("/v", with_custom_validator(NameValidator()))
+        assert srv.client_ca_file == tmp_path / "client-ca.crt"
+        body = review_for(make_request, "CREATE", job())
+        with pytest.raises(aiohttp.ClientError):
+            await post(srv.url("/v"), body, client_ssl)
+        with pytest.raises(aiohttp.ClientError):
+            await post(srv.url("/v"), body, client_context(certs, ca, tmp_path, "other"))
+        status, out = await post(srv.url("/v"), body,
+                                 client_context(certs, client_ca, tmp_path))
+        assert status == 200 and out["response"]["allowed"] is True
+
+
+async def test_without_a_client_ca_any_client_is_answered(
+    running: WebhookServer, client_ssl: ssl.SSLContext, make_request: Any, job: Any,
+) -> None:
+    """Off by default: the Service answers whoever reaches it (see docs/deploy.md)."""
+    assert running.client_ca_file is None
+    body = review_for(make_request, "CREATE", job())
+    assert (await post(running.url("/validate-batch-v1-job"), body, client_ssl))[0] == 200
+
+
+async def test_a_rotated_client_ca_is_followed(
+    certs: ServingCerts, clock: ManualClock, tmp_path: Path, make_request: Any, job: Any,
+) -> None:
+    old_ca, new_ca = (CertificateAuthority.generate("old-client-ca"),
+                      CertificateAuthority.generate("new-client-ca"))
+    bundle = tmp_path / "client-ca.crt"
+    bundle.write_bytes(old_ca.cert_pem)
+    async with WebhookServer(cert_dir=certs.cert_dir, client_ca_file=bundle,
+                             clock=clock) as srv:
+        srv.register("/v", with_custom_validator(NameValidator()))
+        body = review_for(make_request, "CREATE", job())
+        old_client = client_context(certs, old_ca, tmp_path, "old")
+        new_client = client_context(certs, new_ca, tmp_path, "new")
+        assert (await post(srv.url("/v"), body, old_client))[0] == 200
+        bundle.write_bytes(new_ca.cert_pem)
+        clock.advance(10.0)
+        await settle()
+        assert srv.cert_watcher.reloads == 1
+        assert (await post(srv.url("/v"), body, new_client))[0] == 200
+        with pytest.raises(aiohttp.ClientError):
+            await post(srv.url("/v"), body, old_client)
+
+
+def test_client_ca_name_and_file_are_exclusive(certs: ServingCerts, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="not both"):
+        WebhookServer(cert_dir=certs.cert_dir, client_ca_name="ca.crt",
+                      client_ca_file=tmp_path / "ca.crt")
 
 
 async def test_requests_are_counted_per_path_and_code(
