@@ -115,11 +115,12 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def audited_cluster(request: pytest.FixtureRequest) -> Iterator[tuple[ClusterInfo, Path]]:
-    """A cluster of this module's own, with the API server's audit log."""
-    state_dir = cache_root() / "clusters" / f"pytest-{os.getpid()}-rbac"
-    cluster = LocalCluster(state_dir, TOPOLOGY)
+def own_audited_cluster(request: pytest.FixtureRequest, name: str, topology: Topology
+                        ) -> Iterator[tuple[ClusterInfo, Path]]:
+    """A cluster of a test module's own with the API server's audit log (its state kept
+    when a test failed): the body of a module-scoped fixture."""
+    state_dir = cache_root() / "clusters" / f"pytest-{os.getpid()}-{name}"
+    cluster = LocalCluster(state_dir, topology)
     info = cluster.up()
     failed_before = request.session.testsfailed
     try:
@@ -129,7 +130,13 @@ def audited_cluster(request: pytest.FixtureRequest) -> Iterator[tuple[ClusterInf
         if request.session.testsfailed == failed_before:
             shutil.rmtree(state_dir, ignore_errors=True)
         else:
-            print(f"\nrbac cluster logs kept in {state_dir}/logs")
+            print(f"\n{name} cluster logs kept in {state_dir}/logs")
+
+
+@pytest.fixture(scope="module")
+def audited_cluster(request: pytest.FixtureRequest) -> Iterator[tuple[ClusterInfo, Path]]:
+    """A cluster of this module's own, with the API server's audit log."""
+    yield from own_audited_cluster(request, "rbac", TOPOLOGY)
 
 
 @pytest.fixture
@@ -142,27 +149,36 @@ def service_account_user() -> str:
     return f"system:serviceaccount:{MANAGER_NS}:{SERVICE_ACCOUNT}"
 
 
-async def install(admin: RestClient, webhook_port: int) -> tuple[list[str], list[PolicyRule]]:
-    """Apply the rendered objects (webhooks by URL); return the Deployment's arguments
-    and the generated rules."""
-    files = render(INTEGRATIONS)
+async def apply_rendered(admin: RestClient, files: dict[str, list[Object]], webhook_port: int,
+                         kueue_config: Object, *, field_manager: str) -> list[str]:
+    """Apply a render's namespace, CRDs, ServiceAccount, RBAC and webhook configurations
+    (by URL, on loopback at ``webhook_port``) and Kueue's ConfigMap holding
+    ``kueue_config``; return the Deployment's container arguments."""
     for name in ("namespace.yaml", "crds.yaml", "serviceaccount.yaml", "rbac.yaml"):
-        for obj in files[name]:
-            await admin.apply(obj, field_manager="rbac-test", force=True)
+        for obj in files.get(name, []):
+            await admin.apply(obj, field_manager=field_manager, force=True)
     for obj in files["webhooks.yaml"]:
         for hook in obj["webhooks"]:
             service = hook["clientConfig"].pop("service")
             hook["clientConfig"] = {
                 "url": f"https://localhost:{webhook_port}{service.get('path', '')}"}
-        await admin.apply(obj, field_manager="rbac-test", force=True)
+        await admin.apply(obj, field_manager=field_manager, force=True)
     await admin.apply({"apiVersion": "v1", "kind": "ConfigMap",
                        "metadata": {"name": "kueue-manager-config",
                                     "namespace": "kueue-system"},
-                       "data": {"controller_manager_config.yaml": yaml.safe_dump(KUEUE_CONFIG)}},
-                      field_manager="rbac-test", force=True)
+                       "data": {"controller_manager_config.yaml": yaml.safe_dump(kueue_config)}},
+                      field_manager=field_manager, force=True)
     (deployment,) = files["deployment.yaml"]
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
-    return list(container["args"]), list(merge_rules(rules_for(INTEGRATIONS)))
+    return list(container["args"])
+
+
+async def install(admin: RestClient, webhook_port: int) -> tuple[list[str], list[PolicyRule]]:
+    """Apply the rendered objects (webhooks by URL); return the Deployment's arguments
+    and the generated rules."""
+    args = await apply_rendered(admin, render(INTEGRATIONS), webhook_port, KUEUE_CONFIG,
+                                field_manager="rbac-test")
+    return args, list(merge_rules(rules_for(INTEGRATIONS)))
 
 
 async def token_kubeconfig(admin: RestClient, info: ClusterInfo, path: Path) -> Path:

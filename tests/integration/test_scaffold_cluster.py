@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -28,14 +27,16 @@ import yaml
 
 from jobframework.runtime.client.rest import RestClient
 from jobframework.runtime.objects import GVK, Object
-from jobframework.testing.cluster import ClusterInfo, LocalCluster, Topology, cache_root
+from jobframework.testing.cluster import ClusterInfo, Topology
 
 from .helpers import NS, QUEUE_LABEL, eventually, is_true, workload_of
 from .test_rbac_cluster import (
     MANAGER_NS,
     _tolerant,
+    apply_rendered,
     audit_requests,
     free_port,
+    own_audited_cluster,
     service_account_user,
     token_kubeconfig,
 )
@@ -58,18 +59,7 @@ KUEUE_CONFIG = {
 @pytest.fixture(scope="module")
 def audited_cluster(request: pytest.FixtureRequest) -> Iterator[tuple[ClusterInfo, Path]]:
     """A cluster of this module's own: its Kueue lists ``Sample`` as external."""
-    state_dir = cache_root() / "clusters" / f"pytest-{os.getpid()}-scaffold"
-    cluster = LocalCluster(state_dir, TOPOLOGY)
-    info = cluster.up()
-    failed_before = request.session.testsfailed
-    try:
-        yield info, state_dir / "logs" / "audit.log"
-    finally:
-        cluster.down()
-        if request.session.testsfailed == failed_before:
-            shutil.rmtree(state_dir, ignore_errors=True)
-        else:
-            print(f"\nscaffold cluster logs kept in {state_dir}/logs")
+    yield from own_audited_cluster(request, "scaffold", TOPOLOGY)
 
 
 @pytest.fixture
@@ -116,29 +106,6 @@ def rendered(directory: Path) -> dict[str, list[Object]]:
             for path in sorted(directory.glob("*.yaml"))}
 
 
-async def install(admin: RestClient, files: dict[str, list[Object]], webhook_port: int
-                  ) -> list[str]:
-    """Apply the rendered objects (webhooks by URL) and Kueue's ConfigMap; the
-    Deployment's container arguments."""
-    for name in ("namespace.yaml", "crds.yaml", "serviceaccount.yaml", "rbac.yaml"):
-        for obj in files[name]:
-            await admin.apply(obj, field_manager="scaffold-test", force=True)
-    for obj in files["webhooks.yaml"]:
-        for hook in obj["webhooks"]:
-            service = hook["clientConfig"].pop("service")
-            hook["clientConfig"] = {
-                "url": f"https://localhost:{webhook_port}{service.get('path', '')}"}
-        await admin.apply(obj, field_manager="scaffold-test", force=True)
-    await admin.apply({"apiVersion": "v1", "kind": "ConfigMap",
-                       "metadata": {"name": "kueue-manager-config",
-                                    "namespace": "kueue-system"},
-                       "data": {"controller_manager_config.yaml": yaml.safe_dump(KUEUE_CONFIG)}},
-                      field_manager="scaffold-test", force=True)
-    (deployment,) = files["deployment.yaml"]
-    (container,) = deployment["spec"]["template"]["spec"]["containers"]
-    return list(container["args"])
-
-
 def finished(obj: Object) -> str | None:
     """The reason of the Sample's true ``Finished`` condition."""
     for cond in (obj.get("status") or {}).get("conditions") or ():
@@ -158,7 +125,8 @@ async def test_a_scaffolded_integration_runs_through_real_kueue_on_its_generated
     assert patch["integrations"]["externalFrameworks"] == [FRAMEWORK_NAME]
     assert [c["metadata"]["name"] for c in files["crds.yaml"]] == [f"samples.{GROUP}"]
     webhook_port, probe_port = free_port(), free_port()
-    args = await install(admin, files, webhook_port)
+    args = await apply_rendered(admin, files, webhook_port, KUEUE_CONFIG,
+                                field_manager="scaffold-test")
     assert args[args.index("--integrations") + 1] == "sample"
     sample = json.loads(await run(python, "-c", "import json, sample_integration as s;"
                                                 f"print(json.dumps(s.probe_object('{NS}')))"))
