@@ -377,15 +377,16 @@ class ExternalFrameworkManager:
         if opts.wait_for_pods_ready is not None:
             kueue = attrs.evolve(kueue, wait_for_pods_ready=opts.wait_for_pods_ready)
         if kueue.queues is None:
-            # The webhooks hand a job to MultiKueue when its queue requires MultiKueue's
-            # admission check (ApplyDefaultForManagedBy): they read the queues from here.
+            # The webhooks read the queues from here: the namespace's `default` LocalQueue
+            # (DefaultLocalQueueExist) and whether a job's queue requires MultiKueue's
+            # admission check (ApplyDefaultForManagedBy).
             try:
                 kueue = attrs.evolve(kueue, queues=await _with_retries(
-                    "reading the queue kinds", lambda: CachedQueueLookup.for_cache(
+                    "reading the queue kinds", lambda: CachedQueueLookup.shared(
                         mgr.get_cache()), opts.ready_timeout))
             except NoKindMatchError as err:
-                log.warning("Kueue's queue kinds are not served (%s): jobs will not be "
-                            "handed to MultiKueue", err)
+                log.warning("Kueue's queue kinds are not served (%s): jobs get no default "
+                            "LocalQueue and are not handed to MultiKueue", err)
         for integration in self.integrations:
             self.wiring[integration.name] = await integration.setup(
                 mgr, webhook_server=server, kueue=kueue)

@@ -24,6 +24,7 @@ from .defaults import (
     apply_default_for_suspend,
     apply_default_local_queue,
     apply_default_workload_priority_class,
+    default_local_queue_exist_of,
 )
 from .field import ErrorList, type_invalid
 from .integrations import IntegrationManager
@@ -63,7 +64,10 @@ class BaseWebhook:
         client: reads ancestors, namespaces and priority classes.
         integration_manager: without one, only managedBy defaulting happens.
         queues: LocalQueue → ClusterQueue lookups for managedBy defaulting.
-        default_local_queue_exist: whether a namespace has a ``default`` LocalQueue.
+        default_local_queue_exist: whether a namespace has a ``default`` LocalQueue;
+            when None, asked of ``queues`` (a
+            :class:`~jobframework.defaults.DefaultLocalQueueLookup`, as the manager's
+            :class:`~jobframework.queuelookup.CachedQueueLookup` is), else always "no".
     """
 
     def __init__(
@@ -84,7 +88,10 @@ class BaseWebhook:
         self.manage_jobs_without_queue_name = manage_jobs_without_queue_name
         self.managed_jobs_namespace_selector = managed_jobs_namespace_selector
         self.queues = queues
-        self.default_local_queue_exist = default_local_queue_exist or _no_default_queue
+        # Kueue's webhooks ask the queue manager (Queues.DefaultLocalQueueExist).
+        self.default_local_queue_exist = (default_local_queue_exist
+                                          or default_local_queue_exist_of(queues)
+                                          or _no_default_queue)
         self.features = features
 
     async def default(self, obj: Object, request: AdmissionRequest | None = None) -> None:

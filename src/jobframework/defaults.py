@@ -145,13 +145,45 @@ async def apply_default_workload_priority_class(
 
 @runtime_checkable
 class QueueLookup(Protocol):
-    """What managedBy defaulting needs to know about queues (no API calls)."""
+    """What managedBy defaulting needs to know about queues (no API calls).
+
+    A lookup that also answers :class:`DefaultLocalQueueLookup` (both of ours do) gives
+    the webhooks the ``default`` LocalQueue too, as Kueue's queue manager does.
+    """
 
     def cluster_queue_for_local_queue(self, namespace: str, name: str) -> str | None:
         """The ClusterQueue a LocalQueue points at, or None when unknown."""
 
     def admission_check_controllers(self, cluster_queue: str) -> Iterable[str]:
         """``spec.controllerName`` of every admission check of a ClusterQueue."""
+
+
+@runtime_checkable
+class DefaultLocalQueueLookup(Protocol):
+    """A queue lookup that knows whether a namespace has an active LocalQueue named
+    ``default`` (Kueue's queue manager ``DefaultLocalQueueExist``)."""
+
+    def default_local_queue_exist(self, namespace: str) -> bool:
+        """Whether ``namespace`` has a LocalQueue named ``default`` that is not stopped."""
+
+
+def default_local_queue_exist_of(queues: object) -> Callable[[str], bool] | None:
+    """The ``default_local_queue_exist`` of a queue lookup, or None when it has none.
+
+    The webhooks take it from their ``queues`` when not given one explicitly, so every
+    caller that passes queues (the manager, ``setup_controllers``, ``setup_integration``)
+    applies the ``default`` LocalQueue as Kueue does.
+    """
+    if isinstance(queues, DefaultLocalQueueLookup):
+        return queues.default_local_queue_exist
+    return None
+
+
+def local_queue_is_active(local_queue: Mapping[str, Any]) -> bool:
+    """Whether Kueue's queue manager holds the LocalQueue: ``spec.stopPolicy`` unset or
+    ``None`` (a held or draining queue is taken out of the queueing system)."""
+    policy = (local_queue.get("spec") or {}).get("stopPolicy")
+    return policy is None or policy == "None"
 
 
 class StaticQueueLookup:
@@ -163,8 +195,11 @@ class StaticQueueLookup:
         cluster_queues: Iterable[Mapping[str, Any]] = (),
         admission_checks: Iterable[Mapping[str, Any]] = (),
     ) -> None:
+        # Kueue's queue manager holds only active LocalQueues: a stopped one feeds no
+        # ClusterQueue and is no namespace's default.
         self._lq = {(namespace_of(q), (q.get("metadata") or {}).get("name", "")):
-                    (q.get("spec") or {}).get("clusterQueue") for q in local_queues}
+                    (q.get("spec") or {}).get("clusterQueue") for q in local_queues
+                    if local_queue_is_active(q)}
         self._cq: dict[str, list[str]] = {}
         for cq in cluster_queues:
             rules = ((cq.get("spec") or {}).get("admissionChecksStrategy") or {}).get(
@@ -181,6 +216,10 @@ class StaticQueueLookup:
     def admission_check_controllers(self, cluster_queue: str) -> list[str]:
         """Controllers of the ClusterQueue's admission checks that exist."""
         return [self._ac[n] for n in self._cq.get(cluster_queue, []) if n in self._ac]
+
+    def default_local_queue_exist(self, namespace: str) -> bool:
+        """Whether ``namespace`` has an active LocalQueue named ``default``."""
+        return (namespace, c.DEFAULT_LOCAL_QUEUE_NAME) in self._lq
 
 
 def apply_default_for_managed_by(job: GenericJob, queues: QueueLookup) -> None:

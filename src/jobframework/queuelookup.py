@@ -7,14 +7,22 @@ LocalQueues, ClusterQueues and AdmissionChecks through the manager's cache (info
 shared with everything else the manager reads) and answers the
 :class:`~jobframework.defaults.QueueLookup` questions synchronously, so that
 ``apply_default_for_managed_by`` hands a job to MultiKueue when its queue requires
-MultiKueue's admission check.
+MultiKueue's admission check, and the
+:class:`~jobframework.defaults.DefaultLocalQueueLookup` one, so that a job without a
+queue name in a namespace with a LocalQueue named ``default`` is labelled with it.
+
+As Kueue's queue manager, it holds only active LocalQueues: one whose ``stopPolicy`` is
+``Hold`` or ``HoldAndDrain`` is forgotten until it is resumed.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import Any
 
+from . import constants as c
+from .defaults import local_queue_is_active
 from .metrics import LOCAL_QUEUE_GVK
 from .multikueue import ADMISSION_CHECK_GVK
 from .runtime.cache import Cache, DeletedFinalStateUnknown
@@ -36,6 +44,18 @@ class CachedQueueLookup:
         self._local: dict[tuple[str, str], str] = {}
         self._cluster: dict[str, list[str]] = {}
         self._checks: dict[str, str] = {}
+
+    @classmethod
+    async def shared(cls, cache: Cache) -> CachedQueueLookup:
+        """The lookup of ``cache``, made by :meth:`for_cache` on the first call and
+        returned by every later one, so that integrations set up one by one on a manager
+        share one set of handlers."""
+        lookup = _SHARED.get(cache)
+        if lookup is None:
+            lookup = await cls.for_cache(cache)
+            # Another caller may have finished first while this one awaited.
+            lookup = _SHARED.setdefault(cache, lookup)
+        return lookup
 
     @classmethod
     async def for_cache(cls, cache: Cache) -> CachedQueueLookup:
@@ -64,9 +84,20 @@ class CachedQueueLookup:
         return [self._checks[n] for n in self._cluster.get(cluster_queue, [])
                 if n in self._checks]
 
+    # -- DefaultLocalQueueLookup -------------------------------------------------------
+
+    def default_local_queue_exist(self, namespace: str) -> bool:
+        """Whether ``namespace`` has an active LocalQueue named ``default``
+        (``DefaultLocalQueueExist``)."""
+        return (namespace, c.DEFAULT_LOCAL_QUEUE_NAME) in self._local
+
     # -- informer events ---------------------------------------------------------------
 
     def _put_local(self, obj: Object) -> None:
+        if not local_queue_is_active(obj):
+            # Kueue's LocalQueue controller takes a stopped queue out of its manager.
+            self._drop_local(obj)
+            return
         self._local[(namespace_of(obj), name_of(obj))] = str(
             (obj.get("spec") or {}).get("clusterQueue") or "")
 
@@ -98,3 +129,7 @@ def _on_delete(drop: Callable[[Object], None]) -> Callable[[Any], None]:
     def handler(obj: Any) -> None:
         drop(obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj)
     return handler
+
+
+#: One lookup per cache (:meth:`CachedQueueLookup.shared`); gone with its cache.
+_SHARED: weakref.WeakKeyDictionary[Cache, CachedQueueLookup] = weakref.WeakKeyDictionary()

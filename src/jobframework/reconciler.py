@@ -92,6 +92,7 @@ from .podset import (
     pod_sets_info_from_workload_spec,
     sanitize_pod_sets,
 )
+from .queuelookup import CachedQueueLookup
 from .reconcile_errors import ExtraWorkloadsError as ExtraWorkloadsError
 from .reconcile_errors import NoMatchingWorkloadsError as NoMatchingWorkloadsError
 from .reconcile_errors import PrebuiltWorkloadNotFoundError as PrebuiltWorkloadNotFoundError
@@ -1393,6 +1394,26 @@ class APIWaiter:
         return f"APIWaiter({self.gvk})"
 
 
+async def webhook_queues(mgr: Any, options: ReconcilerOptions) -> Any:
+    """The queue lookup the webhooks of ``mgr`` consult: ``options.queues`` when given,
+    else the manager cache's shared :class:`~jobframework.queuelookup.CachedQueueLookup`
+    (Kueue's webhooks always have its queue manager), or None when the server serves no
+    Kueue queue kinds.
+
+    The lookup gives the webhooks the ``default`` LocalQueue of a namespace
+    (``DefaultLocalQueueExist``) and the queues' MultiKueue admission checks
+    (``managedBy`` defaulting).
+    """
+    if options.queues is not None:
+        return options.queues
+    try:
+        return await CachedQueueLookup.shared(mgr.get_cache())
+    except NoKindMatchError as err:
+        log.warning("Kueue's queue kinds are not served (%s): the webhooks apply no "
+                    "default LocalQueue and hand no job to MultiKueue", err)
+        return None
+
+
 async def setup_integration(
     mgr: Any,
     callbacks: IntegrationCallbacks,
@@ -1406,6 +1427,11 @@ async def setup_integration(
     each framework: its indexes, its generic reconciler (events reported as
     ``reporting_controller``) and, given a server, its Kueue webhook with the options'
     queue settings plus ``webhook_options``. Returns the reconciler and the webhook paths.
+
+    The webhook's queues are :func:`webhook_queues`: ``options.queues``, or one lookup
+    following the manager's LocalQueues, ClusterQueues and AdmissionChecks (shared by
+    every integration set up on ``mgr``), so a job without a queue name gets the
+    namespace's ``default`` LocalQueue as in Kueue.
 
     This is what a reference integration's ``setup`` runs when it is given Kueue options.
     """
@@ -1427,7 +1453,7 @@ async def setup_integration(
             integration_manager=options.integration_manager,
             manage_jobs_without_queue_name=options.manage_jobs_without_queue_name,
             managed_jobs_namespace_selector=options.managed_jobs_namespace_selector,
-            queues=options.queues, features=options.features))
+            queues=await webhook_queues(mgr, options), features=options.features))
     return reconciler, paths
 
 
@@ -1541,6 +1567,10 @@ async def setup_controllers(
     transform of its own gets :data:`~jobframework.config.MANAGER_CACHE_TRANSFORM` for
     the informers created from then on (Kueue's manager strips ``managedFields`` from
     its cache too), so an embedded integration caches what the shipped manager does.
+
+    With a webhook server, the webhooks' queues are :func:`webhook_queues` (the options'
+    ``queues``, else a lookup following the manager's Kueue queue objects), which gives
+    them the namespaces' ``default`` LocalQueues as Kueue's webhooks have.
     """
     if configuration is not None:
         given = [arg for arg, value in (("enabled_frameworks", enabled_frameworks),
@@ -1570,6 +1600,8 @@ async def setup_controllers(
     if configuration is not None:
         _apply_manager_options(mgr, configuration, integration_manager, enabled)
     await integration_manager.setup_indexes(mgr.get_cache(), enabled)
+    if webhook_server is not None:
+        opts = attrs.evolve(opts, queues=await webhook_queues(mgr, opts))
     webhook_options: dict[str, Any] = {
         "integration_manager": integration_manager,
         "manage_jobs_without_queue_name": opts.manage_jobs_without_queue_name,

@@ -811,3 +811,85 @@ async def test_priority_class_label_resolves_without_defaulting(envs: tuple[Env,
     assert not any(e[1] == c.REASON_WORKLOAD_PRIORITY_CLASS_NOT_FOUND
                    for e in python["missing-events"])
     assert python == kueue
+
+
+async def test_default_local_queue_as_kueue_applies_it(envs: tuple[Env, Env]) -> None:
+    """A LocalQueue named ``default`` in a Job's namespace (Kueue's
+    ``DefaultLocalQueueExist``): Kueue's webhook and ours label a Job created without a
+    queue name ``queue-name: default`` and suspend it, leave a Job elsewhere alone, refuse
+    an update that drops the queue name there, and stop defaulting while the queue is held
+    (``stopPolicy: Hold`` takes it out of Kueue's queue manager).
+
+    Ours is ``setup_controllers`` given no queues: it follows the cluster's LocalQueues
+    itself. The default queue feeds a ClusterQueue that does not exist, so the labelled
+    Job stays suspended (queued) throughout.
+    """
+    tag = suffix()
+    with_default, without_default = f"jf-dlq-{tag}", f"jf-no-dlq-{tag}"
+    local_queue = GVK("kueue.x-k8s.io", "v1beta2", "LocalQueue")
+
+    def unqueued(namespace: str, name: str) -> JSON:
+        manifest = job_manifest(name, run="1s", cpu="100m")
+        manifest["metadata"]["namespace"] = namespace
+        del manifest["metadata"]["labels"]
+        return manifest
+
+    def queue_of(job: JSON) -> str | None:
+        return (job["metadata"].get("labels") or {}).get(QUEUE_LABEL)
+
+    async def scenario(env: Env) -> JSON:
+        client, out = env.client, {}
+        try:
+            for ns in (with_default, without_default):
+                await client.create({"apiVersion": "v1", "kind": "Namespace",
+                                     "metadata": {"name": ns}})
+            for ns, name in ((with_default, c.DEFAULT_LOCAL_QUEUE_NAME),
+                             (without_default, "jf-other")):
+                await client.create({"apiVersion": "kueue.x-k8s.io/v1beta2",
+                                     "kind": "LocalQueue",
+                                     "metadata": {"name": name, "namespace": ns},
+                                     "spec": {"clusterQueue": f"jf-absent-{tag}"}})
+
+            async def defaulted(want: str | None) -> bool:
+                # Each webhook learns of the queue from its own watch: dry runs until then.
+                probe = await client.create(unqueued(with_default, "jf-probe"), dry_run=True)
+                return queue_of(probe) == want
+
+            await eventually(f"{env.name}: the default LocalQueue in the webhook",
+                             lambda: defaulted(c.DEFAULT_LOCAL_QUEUE_NAME))
+            labelled = await client.create(unqueued(with_default, "jf-job"))
+            plain = await client.create(unqueued(without_default, "jf-job"))
+            out["created"] = {"labelled": (queue_of(labelled), labelled["spec"]["suspend"]),
+                              "plain": (queue_of(plain), plain["spec"]["suspend"])}
+            dropped = await env.client.get(JOB, "jf-job", namespace=with_default)
+            del dropped["metadata"]["labels"][QUEUE_LABEL]
+            try:
+                await client.update(dropped)
+                out["drop queue name"] = "allowed"
+            except errors.ApiError as err:
+                # The webhook's own name differs (vjob.kb.io, ours vjob.jobframework.test).
+                out["drop queue name"] = (err.code, err.message.split(
+                    "denied the request: ", 1)[-1])
+            lq = await client.get(local_queue, c.DEFAULT_LOCAL_QUEUE_NAME,
+                                  namespace=with_default)
+            lq["spec"]["stopPolicy"] = "Hold"
+            await client.update(lq)
+            await eventually(f"{env.name}: the held LocalQueue out of the webhook",
+                             lambda: defaulted(None))
+            held = await client.create(unqueued(with_default, "jf-job-held"))
+            out["created while held"] = (queue_of(held), held["spec"].get("suspend"))
+        finally:
+            for ns in (with_default, without_default):
+                with contextlib.suppress(errors.ApiError):
+                    await client.delete(NAMESPACE, ns)
+        return out
+
+    kueue, python = await both(envs, scenario)
+    assert python == {
+        "created": {"labelled": (c.DEFAULT_LOCAL_QUEUE_NAME, True), "plain": (None, False)},
+        "drop queue name": (403, 'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid '
+                                 'value: "": queue-name must not be empty in namespace '
+                                 'with default queue'),
+        "created while held": (None, False),
+    }
+    assert python == kueue

@@ -9,7 +9,9 @@ round-trip losslessly (an unknown field of a custom resource may hold any intege
 document with a run of 19 or more digits anywhere, the only place such a literal can
 come from, is left to the standard library; so is anything orjson refuses (invalid
 UTF-8, lone surrogate escapes, ``NaN``...), so the result or the error is always the
-standard library's.
+standard library's; but nesting deeper than orjson's 1,024 levels raises
+:class:`RecursionError` at once, as ``json`` does past the interpreter's recursion limit,
+so that how deep a document may nest does not depend on that limit.
 
 :func:`dumps` is the other direction, for request bodies and webhook answers: orjson
 writes the same JSON value as ``json.dumps`` in a fraction of the time, except that it
@@ -43,8 +45,12 @@ def loads(data: bytes | bytearray | str) -> Any:
     if _LONG_DIGIT_RUN not in raw.translate(_DIGITS_TO_ZERO):
         try:
             return orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            pass  # the standard library's answer (a value or its error message) decides
+        except orjson.JSONDecodeError as err:
+            if str(err).startswith("depth limit exceeded"):
+                # Past 1,024 levels: refused whatever the interpreter's recursion limit
+                # (json's own limit), so a hostile body is refused the same way always.
+                raise RecursionError(f"JSON nested too deeply: {err}") from None
+            # Otherwise the standard library's answer (a value or its error) decides.
     return json.loads(data)
 
 

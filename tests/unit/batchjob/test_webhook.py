@@ -108,6 +108,56 @@ async def test_w8_already_managed_by_someone_else() -> None:
     assert obj["spec"]["managedBy"] == "someone-else"
 
 
+#: A ``default`` LocalQueue in namespace ``default``, and a held one in ``held``.
+DEFAULT_QUEUES = StaticQueueLookup(local_queues=[
+    {"metadata": {"name": "default", "namespace": "default"}, "spec": {"clusterQueue": "cq"}},
+    {"metadata": {"name": "default", "namespace": "held"},
+     "spec": {"clusterQueue": "cq", "stopPolicy": "Hold"}}])
+NO_DEFAULT_QUEUE = 'queue-name must not be empty in namespace with default queue'
+
+
+@pytest.mark.parametrize(("namespace", "options", "labelled"), [
+    ("default", {}, True),
+    ("other", {}, False),
+    # Kueue's queue manager forgets a held LocalQueue: no default while it is stopped.
+    ("held", {}, False),
+    # An explicit answer wins over the queues'.
+    ("default", {"default_local_queue_exist": lambda ns: False}, False),
+])
+async def test_default_local_queue_comes_from_the_queues(
+        namespace: str, options: dict[str, Any], labelled: bool) -> None:
+    # Kueue's webhooks ask their queue manager (Queues.DefaultLocalQueueExist): given the
+    # queues, the webhook needs no separate default_local_queue_exist.
+    w = World()
+    await w.setup()
+    for name in ("other", "held"):
+        await w.client.create({"apiVersion": "v1", "kind": "Namespace",
+                               "metadata": {"name": name}})
+    webhook = BatchJobWebhook(w.client, integration_manager=manager(), queues=DEFAULT_QUEUES,
+                              **options)
+    obj = job(namespace, queue=None)
+    await webhook.default(obj)
+    assert obj["metadata"]["labels"] == ({c.QUEUE_LABEL: "default"} if labelled else {})
+    assert obj["spec"]["suspend"] is labelled
+
+
+async def test_queue_name_must_stay_in_a_namespace_with_a_default_queue() -> None:
+    # Kueue's ValidateJobOnUpdate with the queue manager's DefaultLocalQueueExist: a
+    # suspended Job may change its queue, but not drop it where a default queue exists.
+    webhook = BatchJobWebhook(None, queues=DEFAULT_QUEUES)
+    with pytest.raises(AggregateError) as agg:
+        await webhook.validate_update(job(suspend=True), job(queue=None, suspend=True))
+    assert str(agg.value) == (
+        f'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "": {NO_DEFAULT_QUEUE}')
+    assert await webhook.validate_update(job("other", suspend=True),
+                                         job("other", queue=None, suspend=True)) is None
+    assert await webhook.validate_update(job(suspend=True),
+                                         job(queue="changed", suspend=True)) is None
+    base = BaseWebhook(BatchJob, None, queues=DEFAULT_QUEUES)
+    with pytest.raises(AggregateError, match=NO_DEFAULT_QUEUE):
+        await base.validate_update(job(suspend=True), job(queue=None, suspend=True))
+
+
 class CustomJob(BatchJob):
     """JobWithCustomValidation returning (or raising) what the test says."""
 

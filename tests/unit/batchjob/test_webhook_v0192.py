@@ -588,9 +588,8 @@ async def test_default(job: J, setup: dict[str, Any], want: J) -> None:
     webhook = BatchJobWebhook(
         w.client, integration_manager=integration_manager(setup.get("enable", [])),
         manage_jobs_without_queue_name=setup.get("manage_jobs_without_queue_name", False),
+        # The default LocalQueue comes from the queues, as from Kueue's queue manager.
         managed_jobs_namespace_selector=LabelSelector.parse(""), queues=lookup,
-        default_local_queue_exist=lambda ns: lookup.cluster_queue_for_local_queue(
-            ns, "default") is not None,
         features=features)
     obj = job.obj_()
     await webhook.default(obj)

@@ -51,3 +51,64 @@ async def test_lookup_follows_the_queues_and_checks() -> None:
     await client.delete(LOCAL_QUEUE_GVK, "lq", namespace="default")
     await settle(lambda: lookup.cluster_queue_for_local_queue("default", "lq") is None)
     await cache.stop()
+
+
+async def test_default_local_queue_follows_the_active_queues() -> None:
+    # Kueue's queue manager (DefaultLocalQueueExist) holds a LocalQueue while its
+    # stopPolicy is None: Hold and HoldAndDrain take it out, None puts it back.
+    server = APIServer()
+    register_kueue_kinds(server)
+    client = server.client()
+    cache = Cache(client)
+    lookup = await CachedQueueLookup.for_cache(cache)
+    cache.start()
+    await cache.wait_for_cache_sync()
+    for ns in ("team-a", "team-b"):
+        await client.create({"apiVersion": "v1", "kind": "Namespace",
+                             "metadata": {"name": ns}})
+    await client.create({"apiVersion": K, "kind": "LocalQueue",
+                         "metadata": {"name": "default", "namespace": "team-a"},
+                         "spec": {"clusterQueue": "cq"}})
+    await client.create({"apiVersion": K, "kind": "LocalQueue",
+                         "metadata": {"name": "other", "namespace": "team-b"},
+                         "spec": {"clusterQueue": "cq"}})
+    await settle(lambda: lookup.default_local_queue_exist("team-a")
+                 and lookup.cluster_queue_for_local_queue("team-b", "other") == "cq")
+    assert lookup.default_local_queue_exist("team-b") is False, "only a queue named default"
+    lq = await client.get(LOCAL_QUEUE_GVK, "default", namespace="team-a")
+    lq["spec"]["stopPolicy"] = "Hold"
+    await client.update(lq)
+    await settle(lambda: not lookup.default_local_queue_exist("team-a"))
+    assert lookup.cluster_queue_for_local_queue("team-a", "default") is None
+    lq = await client.get(LOCAL_QUEUE_GVK, "default", namespace="team-a")
+    lq["spec"]["stopPolicy"] = "None"
+    await client.update(lq)
+    await settle(lambda: lookup.default_local_queue_exist("team-a"))
+    await client.delete(LOCAL_QUEUE_GVK, "default", namespace="team-a")
+    await settle(lambda: not lookup.default_local_queue_exist("team-a"))
+    await cache.stop()
+
+
+async def test_a_held_queue_listed_at_start_is_not_a_default() -> None:
+    server = APIServer()
+    register_kueue_kinds(server)
+    client = server.client()
+    await client.create({"apiVersion": K, "kind": "LocalQueue",
+                         "metadata": {"name": "default", "namespace": "default"},
+                         "spec": {"clusterQueue": "cq", "stopPolicy": "HoldAndDrain"}})
+    cache = Cache(client)
+    lookup = await CachedQueueLookup.for_cache(cache)
+    cache.start()
+    await cache.wait_for_cache_sync()
+    assert lookup.default_local_queue_exist("default") is False
+    await cache.stop()
+
+
+async def test_shared_gives_one_lookup_per_cache() -> None:
+    server = APIServer()
+    register_kueue_kinds(server)
+    client = server.client()
+    cache, other = Cache(client), Cache(client)
+    first = await CachedQueueLookup.shared(cache)
+    assert await CachedQueueLookup.shared(cache) is first
+    assert await CachedQueueLookup.shared(other) is not first

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import pytest
@@ -165,3 +166,18 @@ def test_dumps_is_orjson_for_an_ordinary_body() -> None:
             "note": "Créé", "series": {"count": 2}, "ok": True, "ratio": 0.5}
     assert wirejson.dumps(body) == orjson.dumps(body)
     assert json.loads(wirejson.dumps(body)) == body
+
+
+def test_nesting_past_1024_levels_is_refused_whatever_the_recursion_limit() -> None:
+    # The webhook server answers RecursionError with a 400: with a raised interpreter
+    # limit (as some tools set it) json alone would decode 5,000 levels.
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(50_000)
+    try:
+        deep = b"[" * 5_000 + b"]" * 5_000
+        with pytest.raises(RecursionError, match="nested too deeply"):
+            wirejson.loads(deep)
+        ok = b"[" * 1_000 + b"]" * 1_000
+        assert wirejson.loads(ok) == json.loads(ok)
+    finally:
+        sys.setrecursionlimit(limit)

@@ -64,7 +64,9 @@ def main(argv: list[str] | None = None) -> int:
         topology = Topology(
             flavors=flavors, pod_run_ms=args.pod_run_ms, pod_start_ms=args.pod_start_ms
         )
-        cluster = LocalCluster(state_dir, topology, verbosity=args.verbosity)
+        # `up` returns and the cluster keeps running for later commands and test runs.
+        cluster = LocalCluster(state_dir, topology, verbosity=args.verbosity,
+                               die_with_parent=False)
         existing = cluster.info()
         if existing is not None and cluster.status()["state"] == "up":
             print(f"export KUBECONFIG={existing.kubeconfig}")

@@ -122,7 +122,13 @@ def _read_versions(bin_dir: Path) -> dict[str, str]:
 
 
 class LocalCluster:
-    """One local cluster, identified by its state directory."""
+    """One local cluster, identified by its state directory.
+
+    Its processes die with the Python process that started them (``die_with_parent``,
+    the default; Linux), so a test run that is killed or times out leaves nothing
+    running; ``die_with_parent=False`` starts a cluster that outlives its starter until
+    :meth:`down` (the ``up`` command's, for later runs to reuse).
+    """
 
     def __init__(
         self,
@@ -131,10 +137,11 @@ class LocalCluster:
         *,
         log: Callable[[str], None] | None = None,
         verbosity: int = 0,
+        die_with_parent: bool = True,
     ) -> None:
         self.state_dir = (state_dir or default_state_dir()).absolute()
         self.topology = topology or manifests.Topology()
-        self.procs = Processes(self.state_dir)
+        self.procs = Processes(self.state_dir, die_with_parent=die_with_parent)
         self._stopped: dict[str, tuple[str, ...]] = {}
         self.verbosity = verbosity
         self._log = log or (lambda msg: print(f"[cluster] {msg}", file=sys.stderr, flush=True))

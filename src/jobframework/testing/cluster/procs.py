@@ -5,20 +5,111 @@ Each component runs in its own session (process group) with its output in
 kernel's start time of the process, so ``down`` (possibly from another Python
 process) signals exactly the processes this launcher started and never a
 recycled pid.
+
+With ``die_with_parent`` (the default) each component also dies with the process that
+started it, however that process ends (SIGTERM, SIGKILL, a crash): on Linux the kernel
+sends it SIGKILL when its parent goes (``PR_SET_PDEATHSIG``). The kernel's "parent" is
+the *thread* that forked the child, so every component is forked by one daemon thread
+that lives as long as the process (:func:`_spawn`), never by a short-lived worker
+thread such as ``asyncio.to_thread``'s, whose exit would kill it.
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import queue
 import signal
 import subprocess
+import sys
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from jobframework.testing.cluster.kube import FatalWait
+
+_T = TypeVar("_T")
+
+#: ``PR_SET_PDEATHSIG`` of ``<linux/prctl.h>``.
+_PR_SET_PDEATHSIG = 1
+
+
+def _load_prctl() -> Callable[..., int] | None:
+    """libc's ``prctl``, resolved in the parent: the forked child only calls it."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong,
+                      ctypes.c_ulong]
+    prctl.restype = ctypes.c_int
+    return prctl
+
+
+_PRCTL = _load_prctl()
+
+#: Whether this platform can tie a child's life to its parent's (Linux).
+DIE_WITH_PARENT_SUPPORTED = _PRCTL is not None
+
+
+def _die_with_parent_preexec() -> Callable[[], None] | None:
+    """A ``preexec_fn`` asking the kernel to SIGKILL the child when its parent thread
+    ends; None where ``prctl`` is missing."""
+    prctl = _PRCTL
+    if prctl is None:
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        # The parent may have died between fork and prctl: then no signal would come.
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return preexec
+
+
+_spawn_lock = threading.Lock()
+_spawn_queue: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = queue.SimpleQueue()
+_spawn_thread: threading.Thread | None = None
+
+
+def _spawn_loop() -> None:
+    while True:
+        fn, future = _spawn_queue.get()
+        if not future.set_running_or_notify_cancel():
+            continue
+        try:
+            future.set_result(fn())
+        except BaseException as err:  # handed to the caller, which re-raises it
+            future.set_exception(err)
+
+
+def _spawn(fn: Callable[[], _T]) -> _T:
+    """Run ``fn`` (which forks) on the process's one spawner thread and return its result.
+
+    The thread is a daemon that waits for work until the process exits, so the children
+    it forks with ``PR_SET_PDEATHSIG`` die with the process and not before.
+    """
+    global _spawn_thread
+    with _spawn_lock:
+        # After a fork, the child process has no spawner thread: it starts its own.
+        if _spawn_thread is None or not _spawn_thread.is_alive():
+            _spawn_thread = threading.Thread(target=_spawn_loop, name="cluster-spawner",
+                                             daemon=True)
+            _spawn_thread.start()
+    if threading.current_thread() is _spawn_thread:
+        return fn()
+    future: Future[_T] = Future()
+    _spawn_queue.put((fn, future))
+    return future.result()
 
 
 class ProcessDied(FatalWait):
@@ -50,11 +141,17 @@ class ProcRecord:
 
 
 class Processes:
-    """The processes of one state directory."""
+    """The processes of one state directory.
 
-    def __init__(self, state_dir: Path) -> None:
+    With ``die_with_parent`` (the default) each process started dies with this Python
+    process (Linux; elsewhere it is ignored); without it, the processes outlive it until
+    :meth:`stop` (a cluster started by the ``up`` command, for later runs to reuse).
+    """
+
+    def __init__(self, state_dir: Path, *, die_with_parent: bool = True) -> None:
         self.pid_dir = state_dir / "pids"
         self.log_dir = state_dir / "logs"
+        self.die_with_parent = die_with_parent
         self._popen: dict[str, subprocess.Popen[bytes]] = {}
 
     def start(
@@ -69,18 +166,24 @@ class Processes:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         cwd.mkdir(parents=True, exist_ok=True)
         log_path = self.log_dir / f"{name}.log"
+        preexec = _die_with_parent_preexec() if self.die_with_parent else None
         with log_path.open("ab") as log:
             log.write(f"# {' '.join(argv)}\n".encode())
             log.flush()
-            proc = subprocess.Popen(
-                list(argv),
-                cwd=cwd,
-                env=dict(env) if env is not None else None,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+
+            def popen() -> subprocess.Popen[bytes]:
+                return subprocess.Popen(
+                    list(argv),
+                    cwd=cwd,
+                    env=dict(env) if env is not None else None,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    preexec_fn=preexec,
+                )
+
+            proc = _spawn(popen) if preexec is not None else popen()
         start_time = None
         for _ in range(100):
             start_time = _proc_start_time(proc.pid)
