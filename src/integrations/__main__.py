@@ -22,6 +22,7 @@ from pathlib import Path
 
 from integrations._logging import configure_logging
 from integrations.catalog import DEFAULT_INTEGRATIONS, parse_integrations
+from integrations.deploy.render import SERVICE_ACCOUNT
 from integrations.manager import (
     DEFAULT_CERT_SECRET,
     DEFAULT_LEADER_ELECTION_ID,
@@ -31,6 +32,7 @@ from integrations.manager import (
     ManagerOptions,
     run,
 )
+from jobframework.admittedstate import service_account_username
 from jobframework.config import (
     CONFIGMAP_KEY,
     DEFAULT_CONFIGMAP_NAME,
@@ -47,6 +49,8 @@ from jobframework.runtime.client.rest import RestClient
 from jobframework.runtime.leaderelection import LeaderElectionConfig
 from jobframework.webhook.server import DEFAULT_CERT_DIR
 
+#: The ServiceAccount of Kueue's controller manager (in its namespace).
+KUEUE_SERVICE_ACCOUNT = "kueue-controller-manager"
 #: ``--cert-management``: ``cert-manager`` is ``files`` (the mounted Secret's files).
 CERT_MANAGEMENT_CHOICES = ("self-signed", "internal", "cert-manager", "files")
 
@@ -103,6 +107,13 @@ def parser() -> argparse.ArgumentParser:
                    help="require webhook clients to present a certificate signed by this CA "
                         "bundle (the API server's, set in its AdmissionConfiguration; "
                         "default: no client authentication)")
+    r.add_argument("--privileged-user", action="append", default=[], metavar="NAME",
+                   help="a username allowed, besides Kueue's controller manager (in "
+                        "--kueue-namespace), cluster admins (system:masters) and this "
+                        "manager's own identity, to change the admission Kueue stored on our "
+                        "jobs (repeatable; see docs/deploy.md)")
+    r.add_argument("--privileged-group", action="append", default=[], metavar="NAME",
+                   help="a group allowed the same (repeatable)")
     r.add_argument("--health-probe-bind-address", help="host:port for /healthz and /readyz")
     r.add_argument("--metrics-bind-address", help="host:port for /metrics")
     r.add_argument("--no-wait-for-pods-ready", dest="wait_for_pods_ready",
@@ -210,7 +221,21 @@ def manager_options(args: argparse.Namespace,
         webhook_service_name=args.webhook_service_name,
         cert_secret_name=args.cert_secret_name,
         cert_extra_dns_names=tuple(args.cert_dns_name),
-        webhook_configuration_name=args.webhook_configuration_name)
+        webhook_configuration_name=args.webhook_configuration_name,
+        privileged_users=privileged_users(args, namespace),
+        privileged_groups=tuple(args.privileged_group))
+
+
+def privileged_users(args: argparse.Namespace, namespace: str) -> tuple[str, ...]:
+    """The usernames of ``--privileged-user``, plus Kueue's controller manager in
+    ``--kueue-namespace`` and, with ``--in-cluster``, the manager's own ServiceAccount in
+    ``namespace`` (the manager also asks the API server who it is: this covers a server
+    that cannot say)."""
+    users = list(args.privileged_user)
+    users.append(service_account_username(args.kueue_namespace, KUEUE_SERVICE_ACCOUNT))
+    if args.in_cluster:
+        users.append(service_account_username(namespace, SERVICE_ACCOUNT))
+    return tuple(dict.fromkeys(users))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

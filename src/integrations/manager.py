@@ -54,6 +54,7 @@ from typing import Any, Final, Literal
 import attrs
 
 from integrations.catalog import DEFAULT_INTEGRATIONS
+from jobframework.admittedstate import PrivilegedUsers, own_username
 from jobframework.config import (
     MANAGER_CACHE_TRANSFORM,
     Configuration,
@@ -188,6 +189,16 @@ class ManagerOptions:
     cert_extra_dns_names: tuple[str, ...] = ()
     #: Timings of the ``internal`` certificate management.
     cert_rotation: CertRotation = CertRotation()
+    #: Usernames, besides Kueue's controller manager, cluster admins (``system:masters``)
+    #: and this manager's own identity, allowed to change the admission stored on our
+    #: jobs (``jobframework.admittedstate``): e.g. another replica's identity when it
+    #: cannot be asked, or a Kueue installed elsewhere than ``kueue-system``.
+    privileged_users: tuple[str, ...] = ()
+    #: Groups allowed the same.
+    privileged_groups: tuple[str, ...] = ()
+    #: Ask the API server who this manager is (a SelfSubjectReview) and allow that
+    #: username too: its own writes of the admission must pass its own webhooks.
+    privileged_self: bool = True
 
 
 def select_integrations(config: Configuration, requested: Sequence[str] | None = None
@@ -376,6 +387,8 @@ class ExternalFrameworkManager:
                                         integration_manager=im)
         if opts.wait_for_pods_ready is not None:
             kueue = attrs.evolve(kueue, wait_for_pods_ready=opts.wait_for_pods_ready)
+        kueue = attrs.evolve(kueue, privileged_users=await self._privileged_users(
+            kueue.privileged_users))
         if kueue.queues is None:
             # The webhooks read the queues from here: the namespace's `default` LocalQueue
             # (DefaultLocalQueueExist) and whether a job's queue requires MultiKueue's
@@ -434,6 +447,20 @@ class ExternalFrameworkManager:
         log.info("integrations running: %s (webhooks at %s)",
                  ", ".join(i.name for i in self.integrations),
                  opts.webhook_url or server.url())
+
+    async def _privileged_users(self, base: PrivilegedUsers) -> PrivilegedUsers:
+        """``base`` plus the configured identities and this manager's own."""
+        opts = self.options
+        users = list(opts.privileged_users)
+        if opts.privileged_self:
+            me = await own_username(self.client)
+            if me is not None:
+                users.append(me)
+        privileged = base.including(users, opts.privileged_groups)
+        log.info("the admission stored on jobs may be changed by users %s and groups %s",
+                 ", ".join(sorted(privileged.usernames)) or "-",
+                 ", ".join(sorted(privileged.groups)) or "-")
+        return privileged
 
     async def _until_ready(self, what: str, waiter: Awaitable[Any]) -> None:
         """Wait for ``waiter``, failing when the manager stops or time runs out."""

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypedDict, runtime_checkable
 import attrs
 
 from . import constants as c
+from .admittedstate import DEFAULT_PRIVILEGED_USERS, PrivilegedUsers
 from .constants import DEFAULT_FEATURES, FeatureGates
 from .field import go_quote
 from .interface import GenericJob
@@ -145,6 +146,10 @@ class ReconcilerOptions:
     #: ``metrics.localQueueMetrics`` for the metrics the reconciler creates (None: every
     #: LocalQueue); ignored when ``metrics`` is given.
     local_queue_metrics: LocalQueueMetricsConfig | None = None
+    #: Who may change the admission stored on a job: the update rule of the webhooks of
+    #: kinds that keep it on the object (JobFlow, DaemonJob, AppWrapper); see
+    #: :mod:`jobframework.admittedstate`. Not one of Kueue's options.
+    privileged_users: PrivilegedUsers = DEFAULT_PRIVILEGED_USERS
 
 
 class ReconcilerOptionOverrides(TypedDict, total=False):
@@ -169,6 +174,7 @@ class ReconcilerOptionOverrides(TypedDict, total=False):
     noop_webhook: bool
     metrics: JobMetrics | None
     local_queue_metrics: LocalQueueMetricsConfig | None
+    privileged_users: PrivilegedUsers
 
 
 # --- callbacks --------------------------------------------------------------------------------

@@ -30,9 +30,17 @@ timers measure from (see ``docs/appwrapper-lifecycle.md``).
 - Every timer reads the reconciler's clock (the manager's), so a ``ManualClock`` makes
   tests deterministic.
 
+Held to the admission (not upstream's; :mod:`.children`): while Running, a component
+of a kind whose PodSets are inferred that makes more pods than ``componentStatus``
+counts is set back (Warning ``AdmittedSizeRestored``), or, when it cannot be, the
+AppWrapper fails (``Unhealthy=True`` ``ResizedComponent``); in every phase, a batch/v1
+Job naming the AppWrapper as its controller that is none of its components is suspended
+(Warning ``ForeignJobSuspended``).
+
 Watches: AppWrappers, and Pods carrying the AppWrapper label, which enqueue their
-AppWrapper once Succeeded or Failed (upstream: Succeeded only, so it sees failures late).
-Wrapped objects of arbitrary kinds are *not* watched: the reconciler polls (5 s while
+AppWrapper once Succeeded or Failed (upstream: Succeeded only, so it sees failures late);
+Jobs controlled by an AppWrapper, on creation and when their suspension or size changes.
+Wrapped objects of other kinds are *not* watched: the reconciler polls (5 s while
 creating pods / deleting, 1 min when healthy) and reads them straight from the API server.
 """
 
@@ -42,11 +50,16 @@ import copy
 import datetime as dt
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final, Protocol
+from typing import Any, ClassVar, Final, Protocol
 
 import attrs
 from prometheus_client import Counter
 
+from jobframework.admittedworkload import (
+    REASON_ADMISSION_MISMATCH,
+    AdmissionGuard,
+    stop_message,
+)
 from jobframework.api.conditions import (
     CONDITION_FALSE,
     CONDITION_TRUE,
@@ -55,14 +68,16 @@ from jobframework.api.conditions import (
     is_condition_true,
     set_condition,
 )
+from jobframework.childguard import ADMITTED_SIZE_RESTORED_REASON, suspend_foreign_job
 from jobframework.constants import truncate_condition_message, truncate_event_message
 from jobframework.reconciler import create_merge_patch
 from jobframework.runtime.builder import ControllerBuilder
 from jobframework.runtime.client.discovery import NoKindMatchError
 from jobframework.runtime.client.interface import PropagationPolicy
 from jobframework.runtime.clock import Clock, RealClock, parse_time
-from jobframework.runtime.errors import AlreadyExists, ApiError, Invalid, NotFound
-from jobframework.runtime.events import NORMAL
+from jobframework.runtime.errors import AlreadyExists, ApiError, Forbidden, Invalid, NotFound
+from jobframework.runtime.event import CreateEvent, DeleteEvent, GenericEvent, UpdateEvent
+from jobframework.runtime.events import NORMAL, WARNING
 from jobframework.runtime.handler import EnqueueRequestsFromMapFunc
 from jobframework.runtime.manager import Manager
 from jobframework.runtime.objects import (
@@ -74,10 +89,12 @@ from jobframework.runtime.objects import (
     metadata,
     name_of,
     namespace_of,
+    uid_of,
 )
 from jobframework.runtime.reconcile import Request, Result
 from jobframework.runtime.selectors import LabelSelector
 
+from .admission import admission_problem
 from .api import (
     APPWRAPPER_CONTROLLER_NAME,
     APPWRAPPER_GVK,
@@ -87,6 +104,7 @@ from .api import (
     AppWrapperCondition,
     AppWrapperPhase,
 )
+from .children import JOB_GVK, foreign_jobs, restore_sizes, size_drifts
 from .config import (
     AppWrapperConfig,
     admission_grace_duration,
@@ -108,7 +126,7 @@ from .faults import (
     go_string_set,
     pod_status_summary,
 )
-from .podsets import inject_pod_set_infos, replicas
+from .podsets import clear_pod_set_infos, inject_pod_set_infos, replicas
 from .resources import count_failed, finish_component, initial_component_status
 from .webhook import AppWrapperWebhook
 
@@ -123,6 +141,11 @@ __all__ = [
 ]
 
 POD_GVK: Final = GVK("", "v1", "Pod")
+#: Job index: the UID of the AppWrapper named by the Job's controller owner reference.
+OWNER_UID_INDEX: Final = "workload.codeflare.dev/owner-uid"
+#: The ``Unhealthy`` reason (and event) of a component making more pods than admitted
+#: that cannot be set back.
+RESIZED_COMPONENT_REASON: Final = "ResizedComponent"
 #: The controller's name in the manager (upstream: ``Named(AppWrapperKind)``).
 APPWRAPPER_CONTROLLER_RUNTIME_NAME: Final = "AppWrapper"
 #: The reporting controller of the events (upstream: ``GetEventRecorderFor("appwrappers")``).
@@ -163,6 +186,8 @@ class ComponentStatusSummary:
     expected: int = 0
     deployed: int = 0
     failed: int = 0
+    #: ``(index, object)`` of each deployed component, as read back (not upstream's).
+    objects: list[tuple[int, Object]] = attrs.field(factory=list)
 
 
 # --- small status helpers --------------------------------------------------------------------
@@ -222,8 +247,52 @@ def _seconds(delta: dt.timedelta) -> float:
     return max(0.0, delta.total_seconds())
 
 
+def owner_uid_values(job: Object) -> list[str]:
+    """:data:`OWNER_UID_INDEX` values: the controlling AppWrapper's UID, if any."""
+    ref = controller_of(job)
+    if (ref is None or ref.get("kind") != APPWRAPPER_GVK.kind
+            or str(ref.get("apiVersion") or "").split("/")[0] != APPWRAPPER_GVK.group):
+        return []
+    return [str(ref.get("uid") or "")]
+
+
+class JobSpecChanged:
+    """The Job events an AppWrapper acts on: creations, and updates that may start pods
+    it did not admit (``suspend``, ``parallelism`` or ``completions`` changed); status
+    updates are left to the polls, deletions to the component checks."""
+
+    #: Reads the specs only: informers hand it their stored objects, uncopied.
+    reads_events_only: ClassVar[bool] = True
+
+    @staticmethod
+    def _view(job: Mapping[str, Any]) -> tuple[Any, ...]:
+        spec = job.get("spec")
+        spec = spec if isinstance(spec, Mapping) else {}
+        return spec.get("suspend"), spec.get("parallelism"), spec.get("completions")
+
+    def create(self, event: CreateEvent) -> bool:
+        """Every creation (a Job claiming an AppWrapper is suspended at once)."""
+        return True
+
+    def update(self, event: UpdateEvent) -> bool:
+        """Whether the suspension or the size changed."""
+        return self._view(event.object_old) != self._view(event.object_new)
+
+    def delete(self, event: DeleteEvent) -> bool:
+        """Never: a deleted component is found by the polls, as upstream."""
+        return False
+
+    def generic(self, event: GenericEvent) -> bool:
+        """Every generic event."""
+        return True
+
+
 class AppWrapperReconciler:
     """Reconciles AppWrappers (see the module docstring).
+
+    Under Kueue, :attr:`admission_guard` (set by :func:`~.setup.setup`) has the
+    admission the AppWrapper carries checked against its Workload before components are
+    created (:mod:`.admission`).
 
     Args:
         client: reads AppWrappers and Pods (the manager's cached client) and does every
@@ -236,6 +305,12 @@ class AppWrapperReconciler:
         node_health: the node monitor's state (Autopilot NoExecute nodes).
         phase_counter: the ``appwrapper_phase_total`` counter, when metrics are wanted.
     """
+
+    #: Set under Kueue: the Workload the admission is checked against.
+    admission_guard: AdmissionGuard | None = None
+    #: Whether the client's cache has :data:`OWNER_UID_INDEX` (:func:`setup_controllers`);
+    #: without it the namespace's Jobs are listed and filtered.
+    job_owner_index: bool = False
 
     def __init__(
         self,
@@ -276,6 +351,9 @@ class AppWrapperReconciler:
             return Result()
         if is_being_deleted(aw):
             return await self._finalize(aw)
+        # Whatever the phase: a Job claiming the AppWrapper it was not created by must not
+        # run on the AppWrapper's admission (see .children).
+        await self.suspend_foreign_jobs(aw)
         phase = _status(aw).get("phase") or ""
         handler = self._phases().get(str(phase))
         if handler is None:
@@ -453,6 +531,10 @@ class AppWrapperReconciler:
         if _suspended(aw):
             return await self._suspend_externally(aw, copy.deepcopy(_status(aw)),
                                                   AppWrapperPhase.RESUMING)
+        if self.admission_guard is not None:
+            problem = await admission_problem(self.admission_guard, aw, self.client)
+            if problem is not None:
+                return await self._stop_for_admission(aw, problem)
         err, fatal = await self._create_components(aw)
         orig = copy.deepcopy(_status(aw))
         if err is None:
@@ -466,6 +548,18 @@ class AppWrapperReconciler:
         if fatal:
             return await self._transition(aw, orig, AppWrapperPhase.FAILED)
         return await self._reset_or_fail(aw, orig, False, 1)
+
+    async def _stop_for_admission(self, aw: Object, problem: str) -> Result:
+        """Suspend the AppWrapper and drop its ``podSetInfos``, as Kueue stops a job that
+        no longer matches its Workload: nothing is created, the next pass goes to
+        Suspending, and Kueue starts it again with the Workload's admission."""
+        updated = copy.deepcopy(aw)
+        updated.setdefault("spec", {})["suspend"] = True
+        clear_pod_set_infos(updated)
+        await self.client.update(updated)
+        self.recorder.event(aw, WARNING, REASON_ADMISSION_MISMATCH,
+                            stop_message("AppWrapper", problem))
+        return Result()
 
     async def _running(self, aw: Object) -> Result:
         status = _status(aw)
@@ -485,6 +579,17 @@ class AppWrapperReconciler:
             detail = f"Found {comp.failed} failed components"
             self._unhealthy(aw, "FailedComponent", detail, "FailedComponent: " + detail)
             return await self._reset_or_fail(aw, orig, pods.terminal_failure, 1)
+
+        resized = await self.hold_components(aw, comp)
+        if resized is not None:
+            # Not upstream's (it never reads a component's size again): a component
+            # making more pods than admitted that cannot be set back ends the run, as a
+            # missing one does.
+            detail = truncate_condition_message(
+                f"Components make more pods than admitted: {resized}")
+            self._unhealthy(aw, RESIZED_COMPONENT_REASON, detail,
+                            truncate_event_message(f"{RESIZED_COMPONENT_REASON}: {detail}"))
+            return await self._transition(aw, orig, AppWrapperPhase.FAILED)
 
         if pods.succeeded >= pods.expected and pods.pending + pods.running + pods.failed == 0:
             msg = f"{pods.succeeded} pods succeeded and no running, pending, or failed pods"
@@ -838,7 +943,7 @@ class AppWrapperReconciler:
         """Upstream's ``getComponentStatus``: which components exist and which failed."""
         statuses = _component_statuses(aw)
         summary = ComponentStatusSummary(expected=len(statuses))
-        for cs in statuses:
+        for idx, cs in enumerate(statuses):
             gvk = GVK.from_api_version(str(cs.get("apiVersion") or ""), str(cs.get("kind") or ""))
             try:
                 obj = await self.api_reader.get(gvk, str(cs.get("name") or ""),
@@ -849,7 +954,79 @@ class AppWrapperReconciler:
                 continue
             summary.deployed += 1
             summary.failed += count_failed(cs, obj)
+            summary.objects.append((idx, obj))
         return summary
+
+    # -- holding the components to the admission ---------------------------------------------
+
+    async def hold_components(self, aw: Object, comp: ComponentStatusSummary) -> str | None:
+        """Set back the deployed components (``comp.objects``) that make more pods than
+        ``status.componentStatus`` admitted (:func:`~.children.size_drifts`), each with a
+        Warning ``AdmittedSizeRestored`` event; returns what cannot be set back (None when
+        everything is within the admission).
+
+        A write the API server refuses (Invalid, Forbidden: the controller may not update
+        that kind) cannot set it back either; other errors are left to the next pass.
+        """
+        problems: list[str] = []
+        statuses = _component_statuses(aw)
+        for idx, obj in comp.objects:
+            pod_sets = [ps for ps in statuses[idx].get("podSets") or []
+                        if isinstance(ps, Mapping)]
+            drifts = size_drifts(pod_sets, obj)
+            if not drifts:
+                continue
+            what = (f"{obj.get('kind')} {name_of(obj)} "
+                    f"({'; '.join(d.describe() for d in drifts)})")
+            restored = restore_sizes(obj, drifts)
+            if restored is None:
+                problems.append(what)
+                continue
+            try:
+                await self.client.update(restored)
+            except (Invalid, Forbidden) as err:
+                problems.append(f"{what}, not set back: {err}")
+                continue
+            except _CALL_ERRORS as err:
+                log.info("could not set %s back to its admitted size: %s", what, err)
+                continue
+            self.recorder.event(aw, WARNING, ADMITTED_SIZE_RESTORED_REASON,
+                                truncate_event_message(f"{what}: set back to the admitted "
+                                                       f"count"))
+        return "; ".join(problems) or None
+
+    async def owned_jobs(self, aw: Object) -> list[Object]:
+        """The batch/v1 Jobs whose controller owner reference is ``aw`` (through the
+        cache's owner-UID index when :func:`setup_controllers` registered it)."""
+        uid = uid_of(aw)
+        if self.job_owner_index:
+            jobs = await self.client.list(JOB_GVK, namespace=namespace_of(aw),
+                                          matching_fields={OWNER_UID_INDEX: uid})
+        else:
+            jobs = await self.client.list(JOB_GVK, namespace=namespace_of(aw))
+        return [j for j in jobs.items if (controller_of(j) or {}).get("uid") == uid]
+
+    async def suspend_foreign_jobs(self, aw: Object) -> None:
+        """Suspend the running Jobs that name ``aw`` as their controller but are none of
+        its components (:func:`~.children.foreign_jobs`), with a Warning
+        ``ForeignJobSuspended`` event on the AppWrapper and on the Job.
+
+        A component is recorded in ``status.componentStatus`` before it is created, but
+        the cache may show the new Job before that status: a Job that looks foreign is
+        checked again against the AppWrapper read from the API server. API errors are
+        logged and left to the next pass.
+        """
+        try:
+            foreign = foreign_jobs(_component_statuses(aw), await self.owned_jobs(aw))
+            if foreign:
+                fresh = await self.api_reader.get(APPWRAPPER_GVK, name_of(aw),
+                                                  namespace=namespace_of(aw))
+                foreign = foreign_jobs(_component_statuses(fresh), foreign)
+            for job in foreign:
+                await suspend_foreign_job(self.client, self.recorder, aw, job)
+        except _CALL_ERRORS as err:
+            log.info("could not check the Jobs claiming AppWrapper %s/%s: %s",
+                     namespace_of(aw), name_of(aw), err)
 
     # -- wiring ------------------------------------------------------------------------------
 
@@ -866,11 +1043,25 @@ class AppWrapperReconciler:
             return [Request.of(namespace_of(pod), name)]
         return []
 
+    @staticmethod
+    def job_requests(job: Object) -> list[Request]:
+        """A Job whose controller is an AppWrapper enqueues that AppWrapper (a Job claiming
+        it is suspended at once; a resized component is set back at once)."""
+        ref = controller_of(job)
+        if (ref is None or ref.get("kind") != APPWRAPPER_GVK.kind
+                or str(ref.get("apiVersion") or "").split("/")[0] != APPWRAPPER_GVK.group):
+            return []
+        return [Request.of(namespace_of(job), str(ref.get("name") or ""))]
+
     def setup_with_manager(self, mgr: Manager) -> None:
-        """``For`` AppWrappers; Pods map to their AppWrapper once Succeeded or Failed."""
+        """``For`` AppWrappers; Pods map to their AppWrapper once Succeeded or Failed; Jobs
+        controlled by an AppWrapper map to it when created, or when their suspension or
+        size changes (not on each status update)."""
         ControllerBuilder(mgr).named(APPWRAPPER_CONTROLLER_RUNTIME_NAME) \
             .for_(APPWRAPPER_GVK) \
             .watches(POD_GVK, EnqueueRequestsFromMapFunc(self.pod_requests, read_only=True)) \
+            .watches(JOB_GVK, EnqueueRequestsFromMapFunc(self.job_requests, read_only=True),
+                     predicates=[JobSpecChanged()]) \
             .complete(self)
 
 
@@ -883,6 +1074,7 @@ async def setup_controllers(mgr: Manager,
     """
     config = config or AppWrapperConfig()
     config.validate()
+    await mgr.get_cache().index_field(JOB_GVK, OWNER_UID_INDEX, owner_uid_values)
     health = NodeHealth()
     if config.autopilot is not None and config.autopilot.monitor_nodes:
         NodeHealthMonitor(mgr.get_client(), config, health).setup_with_manager(mgr)
@@ -894,5 +1086,6 @@ async def setup_controllers(mgr: Manager,
         mgr.get_client(), mgr.get_event_recorder_for(EVENT_RECORDER_NAME), config,
         api_reader=mgr.get_api_reader(), clock=mgr.clock, node_health=health,
         phase_counter=counter)
+    reconciler.job_owner_index = True
     reconciler.setup_with_manager(mgr)
     return reconciler

@@ -12,6 +12,10 @@
   deleted, for each kind of :data:`COMPONENT_RESOURCES`. An AppWrapper may wrap any kind;
   the controller can create only those its ServiceAccount is granted, so a cluster that
   wraps other kinds adds them (:func:`component_rbac`);
+- the components whose pod count is one field (:data:`RESIZABLE_RESOURCES`): updated, to
+  set one scaled past its admitted PodSets back;
+- ``jobs``: also watched and listed, to suspend a Job that names an AppWrapper as its
+  controller without being one of its components;
 - the controller's events.
 """
 
@@ -25,7 +29,8 @@ from jobframework.reconciler_rbac import EVENTS_RBAC, job_rbac
 
 from .api import APPWRAPPER_GVK, PLURAL
 
-__all__ = ["COMPONENT_RESOURCES", "COMPONENT_VERBS", "RBAC", "component_rbac"]
+__all__ = ["COMPONENT_RESOURCES", "COMPONENT_VERBS", "RBAC", "RESIZABLE_RESOURCES",
+           "component_rbac"]
 
 #: (group, resource) of the component kinds granted by default: those whose PodSets are
 #: inferred (:data:`~integrations.appwrapper.podsets.INFERABLE_GVKS`) and Services.
@@ -42,6 +47,16 @@ COMPONENT_RESOURCES: Final[tuple[tuple[str, str], ...]] = (
 )
 #: What the controller does to a component.
 COMPONENT_VERBS: Final = ("get", "create", "delete")
+#: (group, resource) of the granted component kinds whose PodSet counts are each one field
+#: (replicas, a Job's parallelism): a component scaled past its admission is set back.
+RESIZABLE_RESOURCES: Final[tuple[tuple[str, str], ...]] = (
+    ("apps", "deployments"),
+    ("apps", "statefulsets"),
+    ("batch", "jobs"),
+    ("kubeflow.org", "pytorchjobs"),
+    ("ray.io", "rayclusters"),
+    ("ray.io", "rayjobs"),
+)
 
 
 def component_rbac(resources: Iterable[tuple[str, str]] = COMPONENT_RESOURCES
@@ -58,8 +73,11 @@ RBAC: Final[tuple[PolicyRule, ...]] = (
     # Its controller patches its status.
     *job_rbac(APPWRAPPER_GVK, PLURAL, status_verbs=("patch",)),
     rule(groups="", resources="pods", verbs=(*READ, "delete")),
+    rule(groups="batch", resources="jobs", verbs=READ),
     rule(groups="", resources="nodes", verbs=READ),
     rule(groups="authorization.k8s.io", resources="subjectaccessreviews", verbs="create"),
     *component_rbac(),
+    *(rule(groups=group, resources=resource, verbs="update")
+      for group, resource in RESIZABLE_RESOURCES),
     *EVENTS_RBAC,
 )

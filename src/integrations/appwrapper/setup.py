@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
+from jobframework.admittedstate import DEFAULT_PRIVILEGED_USERS, PrivilegedUsers
+from jobframework.admittedworkload import AdmissionGuard
 from jobframework.base_webhook import NoopWebhook, setup_base_webhook
 from jobframework.constants import DEFAULT_FEATURES, QUEUE_LABEL, FeatureGates
 from jobframework.defaults import QueueLookup
@@ -113,6 +115,7 @@ def setup_kueue_webhook(
         default_local_queue_exist: Callable[[str], bool] | None = None,
     default_queue_name: str = "",
     user_rbac_admission_check: bool = True,
+    privileged_users: PrivilegedUsers = DEFAULT_PRIVILEGED_USERS,
 ) -> list[str]:
     """Serve upstream's webhook and Kueue's base webhook as one (mutating and validating);
     with ``noop_webhook=True`` (a disabled framework) one that allows everything unchanged.
@@ -121,7 +124,8 @@ def setup_kueue_webhook(
     A :class:`~jobframework.integrations.SetupWebhook`: the keywords before
     ``default_queue_name`` are :class:`~jobframework.base_webhook.BaseWebhook`'s (integration
     manager, manageJobsWithoutQueueName, namespace selector, queues, features);
-    ``default_queue_name`` and ``user_rbac_admission_check`` configure upstream's webhook.
+    ``default_queue_name`` and ``user_rbac_admission_check`` configure upstream's webhook,
+    ``privileged_users`` who may change the ``podSetInfos`` (:mod:`.admission`).
     """
     if noop_webhook:
         return setup_base_webhook(server, APPWRAPPER_GVK, NoopWebhook())
@@ -131,7 +135,8 @@ def setup_kueue_webhook(
         client, appwrapper=appwrapper, integration_manager=integration_manager,
         manage_jobs_without_queue_name=manage_jobs_without_queue_name,
         managed_jobs_namespace_selector=managed_jobs_namespace_selector, queues=queues,
-        features=features, default_local_queue_exist=default_local_queue_exist))
+        features=features, default_local_queue_exist=default_local_queue_exist,
+        privileged_users=privileged_users))
 
 
 def probe_object(namespace: str) -> Object:
@@ -198,7 +203,10 @@ async def setup(
             _new_job_for(kueue.features)))
         kueue_reconciler, paths = await setup_integration(
             mgr, callbacks, kueue, reporting_controller=KUEUE_CONTROLLER_NAME,
-            webhook_server=webhook_server, webhook_options=webhook_options)
+            webhook_server=webhook_server,
+            webhook_options={**webhook_options, "privileged_users": kueue.privileged_users})
+        reconciler.admission_guard = AdmissionGuard(mgr.get_client(), APPWRAPPER_GVK,
+                                                    features=kueue.features)
     elif webhook_server is not None:
         paths = setup_webhook(webhook_server, mgr.get_client(), **webhook_options)
     return AppWrapperSetup(reconciler, kueue_reconciler, tuple(paths))

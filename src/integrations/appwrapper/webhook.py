@@ -49,6 +49,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from jobframework import field
+from jobframework.admittedstate import DEFAULT_PRIVILEGED_USERS, PrivilegedUsers
 from jobframework.base_webhook import BaseWebhook
 from jobframework.constants import DEFAULT_FEATURES, QUEUE_LABEL, FeatureGates
 from jobframework.field import OMIT_VALUE, ErrorList, Path
@@ -56,6 +57,7 @@ from jobframework.runtime.client import Client
 from jobframework.runtime.objects import GVK, Object, labels_of, namespace_of
 from jobframework.webhook import AdmissionRequest, Warnings
 
+from .admission import admitted_state_errors
 from .api import APPWRAPPER_GVK, MAX_POD_SETS, USER_LABEL, USERID_LABEL
 from .job import AppWrapperJob
 from .podsets import (
@@ -351,17 +353,21 @@ class AppWrapperWebhook:
 class AppWrapperKueueWebhook(BaseWebhook):
     """Upstream's AppWrapper webhook and Kueue's base webhook served as one.
 
-    ``appwrapper`` holds upstream's options; the other keyword arguments are
-    :class:`~jobframework.base_webhook.BaseWebhook`'s.
+    ``appwrapper`` holds upstream's options; ``privileged_users`` who may change the
+    ``podSetInfos`` (the admission, see :mod:`.admission`); the other keyword arguments
+    are :class:`~jobframework.base_webhook.BaseWebhook`'s.
     """
 
     def __init__(self, client: Any, *, appwrapper: AppWrapperWebhook | None = None,
-                 features: FeatureGates = DEFAULT_FEATURES, **options: Any) -> None:
+                 features: FeatureGates = DEFAULT_FEATURES,
+                 privileged_users: PrivilegedUsers = DEFAULT_PRIVILEGED_USERS,
+                 **options: Any) -> None:
         def from_object(obj: Object) -> AppWrapperJob:
             return AppWrapperJob(obj, features=features)
 
         super().__init__(from_object, client, features=features, **options)
         self.appwrapper = appwrapper if appwrapper is not None else AppWrapperWebhook(client)
+        self.privileged_users = privileged_users
 
     async def default(self, obj: Object, request: AdmissionRequest | None = None) -> None:
         """Upstream's defaults (queue and user labels), then Kueue's (suspend, ...)."""
@@ -380,9 +386,11 @@ class AppWrapperKueueWebhook(BaseWebhook):
 
     async def validate_update(self, old: Object, new: Object,
                               request: AdmissionRequest | None = None) -> Sequence[str] | None:
-        """Upstream's immutability rules, then Kueue's; one denial with every error."""
-        del request
+        """Upstream's immutability rules, who may change the ``podSetInfos``, then Kueue's;
+        one denial with every error."""
         errs = validate_appwrapper_update(old, new)
+        # Deviation: upstream lets anyone who may update the AppWrapper rewrite them.
+        errs.extend(admitted_state_errors(old, new, request, self.privileged_users))
         errs.extend(self.update_errors(self.from_object(old), self.from_object(new)))
         agg = errs.to_aggregate()
         if agg is not None:

@@ -14,6 +14,12 @@ Each pass over one DaemonJob:
    under ``FailFast``, and deletes the Jobs of deleted nodes;
 4. writes ``status`` when it changed, and records an event when the DaemonJob finishes.
 
+Node Jobs are held to the admission (:mod:`jobframework.childguard`): while admitted, an
+unfinished node Job set to run more pods at once than one node's share of the admitted
+PodSet gets its ``parallelism`` set back (Warning ``AdmittedSizeRestored``), and a Job that
+names the DaemonJob as its controller without being one of its node Jobs
+(:mod:`.children`) is suspended (Warning ``ForeignJobSuspended``), never counted.
+
 Before all that, each new generation of the DaemonJob (not yet in
 ``status.observedGeneration``) is checked against its validating webhook's rules
 (:func:`~.webhook.validate_daemonjob`; not the create-time count of eligible nodes, which
@@ -26,6 +32,16 @@ Warning ``Failed`` event, running Jobs suspended; Kueue then finishes its Worklo
 invalid in a later generation: the message follows; corrected: it stays failed. A
 generation already acted on is not checked again, so one that an older, laxer webhook
 accepted keeps running after an upgrade.
+
+Under Kueue (:attr:`DaemonJobReconciler.admission_guard`, set by :func:`~.setup.setup`),
+before a Job is created or resumed the admission the DaemonJob carries must be the one its
+admitted Workload gives, and the run (its nodes times the pods per node, and the pod
+template's containers) must be what the Workload counts
+(:mod:`jobframework.admittedworkload`). Otherwise no Job is created: the DaemonJob is
+suspended with its admission dropped and a Warning ``AdmissionMismatch`` event, and
+Kueue's reconciler starts it again with the Workload's admission (or replaces the
+Workload when the run changed). Who may change that admission and the nodes:
+:mod:`.admission`.
 
 Node events (create, delete, and updates of labels, taints, ``unschedulable`` or the
 ``Ready`` status) reconcile every DaemonJob that has not finished.
@@ -45,14 +61,25 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from jobframework import childjobs
+from jobframework.admittedworkload import (
+    REASON_ADMISSION_MISMATCH,
+    AdmissionGuard,
+    info_mismatch,
+    pod_set_mismatch,
+    stop_message,
+)
+from jobframework.api.workload import PodSet
+from jobframework.childguard import restore_admitted_size, suspend_foreign_job
 from jobframework.childjobs import (
+    JobPhase,
     failed_for_invalid_spec,
     generation_observed,
     inject_info,
+    job_outcome,
     resume_job,
     suspend_job,
 )
@@ -86,6 +113,7 @@ from .api import (
     JOB_GVK,
     NODE_GVK,
     NODES_ANNOTATION,
+    POD_SET_NAME,
     POD_SETS_INFO_ANNOTATION,
     ConditionType,
     DaemonJobSpec,
@@ -96,8 +124,18 @@ from .api import (
     managed_elsewhere,
     nodes_annotation_value,
 )
+from .children import foreign_jobs, is_own_job
 from .nodes import eligible_nodes, is_ready
-from .plan import Plan, admission_for, build_node_job, node_of_job, plan, run_nodes
+from .plan import (
+    Plan,
+    admission_for,
+    build_node_job,
+    node_of_job,
+    plan,
+    pods_per_node,
+    render_job_spec,
+    run_nodes,
+)
 from .webhook import validate_daemonjob
 
 log = logging.getLogger(__name__)
@@ -148,12 +186,32 @@ def node_changed(event: Any) -> bool:
 class DaemonJobReconciler(childjobs.ParentReconciler):
     """Reconciles DaemonJobs (see the module docstring)."""
 
-    async def children(self, daemonjob: Object) -> dict[str, Object]:
-        """node name → its Job (controlled by this DaemonJob)."""
+    #: Set when Kueue queues the DaemonJobs (:func:`~.setup.setup` with Kueue options):
+    #: before a Job is created or resumed, the admission the DaemonJob carries and the
+    #: run's size are checked against the Workload's admission.
+    admission_guard: AdmissionGuard | None = None
+
+    async def owned_jobs(self, daemonjob: Object) -> list[Object]:
+        """The Jobs whose controller owner reference is ``daemonjob`` (owner-UID index)."""
         owned = await self.reader.list(
             JOB_GVK, namespace=namespace_of(daemonjob),
             matching_fields={OWNER_UID_INDEX: uid_of(daemonjob)})
-        return {node_of_job(j): j for j in owned.items if node_of_job(j)}
+        return list(owned.items)
+
+    async def children(self, daemonjob: Object,
+                       owned: Sequence[Object] | None = None) -> dict[str, Object]:
+        """node name → its Job (one this controller created for the DaemonJob, see
+        :func:`~.children.is_own_job`), among ``owned`` (default: listed)."""
+        if owned is None:
+            owned = await self.owned_jobs(daemonjob)
+        return {node_of_job(j): j for j in owned if is_own_job(daemonjob, j)}
+
+    async def suspend_foreign_jobs(self, daemonjob: Object, owned: Sequence[Object]) -> None:
+        """Suspend the running Jobs of ``owned`` that name ``daemonjob`` as their controller
+        but that its controller did not create (:func:`~.children.foreign_jobs`), with a
+        Warning ``ForeignJobSuspended`` event on the DaemonJob and on the Job."""
+        for job in foreign_jobs(daemonjob, owned):
+            await suspend_foreign_job(self.writer, self.recorder, daemonjob, job)
 
     async def reconcile(self, request: Request) -> Result:
         """One pass over the DaemonJob ``request`` names.
@@ -175,6 +233,10 @@ class DaemonJobReconciler(childjobs.ParentReconciler):
         except NotFound:
             self.invalid_spec_events.forget(request.namespace, request.name)
             return Result()
+        # First, whatever else this pass does: a Job claiming the DaemonJob it was not
+        # created by must not run on the DaemonJob's admission (see .children).
+        owned = await self.owned_jobs(dj)
+        await self.suspend_foreign_jobs(dj, owned)
         if managed_elsewhere(dj) and not validate_managed_by(dj):
             errs = validate_daemonjob(dj)
             if errs:
@@ -189,14 +251,15 @@ class DaemonJobReconciler(childjobs.ParentReconciler):
             # if it had passed them.
             errs = ErrorList() if generation_observed(dj) else validate_daemonjob(dj)
             if errs:
-                await self.fail_invalid(dj, errs, list((await self.children(dj)).values()))
+                await self.fail_invalid(dj, errs,
+                                        list((await self.children(dj, owned)).values()))
                 return Result()
             if failed_for_invalid_spec(dj):
                 return Result()  # terminal, even once the spec is corrected
         spec = DaemonJobSpec.of(dj)
         nodes = (await self.reader.list(NODE_GVK)).items
         live = {name_of(n): n for n in nodes}
-        children = await self.children(dj)
+        children = await self.children(dj, owned)
         run = run_nodes(dj, nodes)
         if (not is_being_deleted(dj) and not spec.suspend and run
                 and NODES_ANNOTATION not in annotations_of(dj)):
@@ -205,6 +268,10 @@ class DaemonJobReconciler(childjobs.ParentReconciler):
         admission = admission_for(infos)
         p = plan(dj, run, live, children, admission)
         notes: dict[str, tuple[NodePhase, str, str]] = {}
+        if not is_being_deleted(dj) and (p.create or p.resume):
+            problem = await self._admission_problem(dj, spec, infos, run)
+            if problem is not None:
+                return await self._stop_for_admission(dj, problem)
         if not is_being_deleted(dj):
             await self._act(dj, p, children, admission, notes)
             p = plan(dj, run, live, children, admission)
@@ -221,12 +288,52 @@ class DaemonJobReconciler(childjobs.ParentReconciler):
             nodes_annotation_value(run)
         return await self.writer.update(updated)
 
+    # -- the admission --
+
+    async def _admission_problem(self, dj: Object, spec: DaemonJobSpec,
+                                 infos: Mapping[str, PodSetInfo], run: list[str]) -> str | None:
+        """Why the admission ``dj`` carries, or the run (``run``: its nodes), is not what
+        its Workload admitted; None when it is, or when nothing is checked (no Kueue, or a
+        DaemonJob Kueue does not queue: no Workload, no admission stored)."""
+        if self.admission_guard is None:
+            return None
+        admission = await self.admission_guard.admission(dj)
+        if not admission.workload and not infos:
+            return None
+        problem = info_mismatch(POD_SET_NAME, infos.get(POD_SET_NAME), admission)
+        if problem is not None:
+            return problem
+        template = render_job_spec(spec, name_of(dj))["template"]
+        return pod_set_mismatch(
+            PodSet(name=POD_SET_NAME, count=len(run) * pods_per_node(spec), template=template),
+            admission.pod_sets[POD_SET_NAME], admission.workload)
+
+    async def _stop_for_admission(self, dj: Object, problem: str) -> Result:
+        """Suspend the DaemonJob and drop the admission it carries (its nodes stay fixed),
+        as Kueue stops a job that no longer matches its Workload; the next pass suspends
+        its Jobs."""
+        updated = copy.deepcopy(dj)
+        updated.setdefault("spec", {})["suspend"] = True
+        (updated.get("metadata") or {}).get("annotations", {}).pop(POD_SETS_INFO_ANNOTATION,
+                                                                    None)
+        await self.writer.update(updated)
+        self.recorder.event(dj, WARNING, REASON_ADMISSION_MISMATCH,
+                            stop_message("DaemonJob", problem))
+        return Result()
+
     # -- child Jobs --
 
     async def _act(self, dj: Object, p: Plan, children: dict[str, Object],
                    admission: PodSetInfo | None,
                    notes: dict[str, tuple[NodePhase, str, str]]) -> None:
         ns = namespace_of(dj)
+        if admission is not None:
+            # Every node Job runs the pods of one node's share of the admitted PodSet.
+            per_node = pods_per_node(DaemonJobSpec.of(dj))
+            for node, job in children.items():
+                if job_outcome(job).phase in (JobPhase.RUNNING, JobPhase.SUSPENDED):
+                    children[node] = await restore_admitted_size(
+                        self.writer, self.recorder, dj, job, per_node, f"node {node}")
         for node in p.stop:
             children[node] = await suspend_job(self.writer, children[node])
         for node in p.suspend:

@@ -89,6 +89,7 @@ from .api import (
     managed_elsewhere,
     nodes_annotation_value,
 )
+from .children import is_own_job
 from .controller import pod_sets_infos
 from .plan import admission_for, pods_per_node, render_job_spec
 from .webhook import validate_daemonjob, validate_daemonjob_update
@@ -271,7 +272,8 @@ class DaemonJobJob(SpecManagedBy, GenericJob):
         uid = uid_of(self.obj)
         started = False
         for job in jobs.items:
-            if (controller_of(job) or {}).get("uid") != uid:
+            # A Job only claiming the DaemonJob is not one of its node Jobs.
+            if (controller_of(job) or {}).get("uid") != uid or not is_own_job(self.obj, job):
                 continue
             started = True
             if job_outcome(job).phase != JobPhase.RUNNING:

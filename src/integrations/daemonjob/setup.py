@@ -21,6 +21,8 @@ from typing import Any, Final
 
 import attrs
 
+from jobframework.admittedstate import DEFAULT_PRIVILEGED_USERS, PrivilegedUsers
+from jobframework.admittedworkload import AdmissionGuard
 from jobframework.base_webhook import BaseWebhook, NoopWebhook, setup_base_webhook
 from jobframework.constants import DEFAULT_FEATURES, QUEUE_LABEL, FeatureGates
 from jobframework.defaults import QueueLookup
@@ -48,6 +50,7 @@ from jobframework.webhook import (
     WebhookServer,
 )
 
+from .admission import admitted_state_errors
 from .api import DAEMONJOB_GVK
 from .controller import DaemonJobReconciler, setup_controllers
 from .job import DaemonJobJob
@@ -79,11 +82,23 @@ class DaemonJobKueueWebhook(BaseWebhook):
     defaulting to MultiKueue (with ``queues``; Kueue's ``ApplyDefaultForManagedBy``) and
     Kueue's rules, plus the DaemonJob defaulting and rules (through the adapter's custom
     validation, ``spec.managedBy`` immutability included) and the create-time
-    eligible-node check (skipped for a DaemonJob run elsewhere)."""
+    eligible-node check (skipped for a DaemonJob run elsewhere); on update, only
+    ``privileged_users`` may change the admission or the run's nodes."""
 
     def __init__(self, client: Any, *, features: FeatureGates = DEFAULT_FEATURES,
+                 privileged_users: PrivilegedUsers = DEFAULT_PRIVILEGED_USERS,
                  **options: Any) -> None:
         super().__init__(_new_job_for(features), client, features=features, **options)
+        self.privileged_users = privileged_users
+
+    async def validate_update(self, old: Object, new: Object,
+                              request: AdmissionRequest | None = None) -> Warnings:
+        """Refuse a change to the admission or the run's nodes by a user who is not
+        privileged (:mod:`.admission`), then check Kueue's and the DaemonJob's rules."""
+        errs = admitted_state_errors(old, new, request, self.privileged_users)
+        if errs:
+            raise ValidationError(errs)
+        return await super().validate_update(old, new, request)
 
     async def default(self, obj: Object, request: AdmissionRequest | None = None) -> None:
         """Kueue's defaults, then the restart policy."""
@@ -120,13 +135,15 @@ def setup_kueue_webhook(
         features: FeatureGates = DEFAULT_FEATURES,
         noop_webhook: bool = False,
         default_local_queue_exist: Callable[[str], bool] | None = None,
+        privileged_users: PrivilegedUsers = DEFAULT_PRIVILEGED_USERS,
 ) -> list[str]:
     """Serve the Kueue DaemonJob webhook (mutating and validating); with
     ``noop_webhook=True`` (a disabled framework) one that allows everything unchanged.
     Returns the paths.
 
     A :class:`~jobframework.integrations.SetupWebhook`: the keywords are
-    :class:`~jobframework.base_webhook.BaseWebhook`'s.
+    :class:`~jobframework.base_webhook.BaseWebhook`'s, plus who may change the admission
+    a DaemonJob carries (``privileged_users``).
     """
     if noop_webhook:
         return setup_base_webhook(server, DAEMONJOB_GVK, NoopWebhook())
@@ -134,7 +151,8 @@ def setup_kueue_webhook(
         client, integration_manager=integration_manager,
         manage_jobs_without_queue_name=manage_jobs_without_queue_name,
         managed_jobs_namespace_selector=managed_jobs_namespace_selector, queues=queues,
-        features=features, default_local_queue_exist=default_local_queue_exist))
+        features=features, default_local_queue_exist=default_local_queue_exist,
+        privileged_users=privileged_users))
 
 
 def probe_object(namespace: str) -> Object:
@@ -192,7 +210,10 @@ async def setup(
             _new_job_for(kueue.features)))
         kueue_reconciler, paths = await setup_integration(
             mgr, callbacks, kueue, reporting_controller=KUEUE_CONTROLLER_NAME,
-            webhook_server=webhook_server)
+            webhook_server=webhook_server,
+            webhook_options={"privileged_users": kueue.privileged_users})
+        reconciler.admission_guard = AdmissionGuard(mgr.get_client(), DAEMONJOB_GVK,
+                                                    features=kueue.features)
     elif webhook_server is not None:
         paths = setup_webhooks(webhook_server, mgr.get_client())
     return DaemonJobSetup(reconciler, kueue_reconciler, tuple(paths))

@@ -12,6 +12,7 @@ and creates no webhook configurations, the manifests do):
   watched, and updated to set their ``caBundle`` (the same rotator);
 - :func:`kueue_config_rbac`: reading Kueue's ConfigMap, by name, in Kueue's namespace
   (``--kueue-config-from-cluster``);
+- :data:`SELF_SUBJECT_REVIEW_RBAC`: asking who it is, once at start;
 - the event recorder's rules.
 
 A watch of one object (``fieldSelector=metadata.name=<name>``) is authorized against
@@ -47,6 +48,7 @@ from jobframework.runtime.objects import Object
 
 __all__ = [
     "LEADER_ELECTION_RBAC",
+    "SELF_SUBJECT_REVIEW_RBAC",
     "WEBHOOK_CONFIGURATION_NAME",
     "cert_rbac",
     "integration_rbac",
@@ -94,6 +96,15 @@ def kueue_config_rbac(namespace: str = DEFAULT_NAMESPACE,
                  namespace=namespace),)
 
 
+#: The manager asks the API server who it is (a SelfSubjectReview), so that its own writes
+#: of the admission stored on jobs pass its own webhooks (``jobframework.admittedstate``).
+#: Kubernetes grants this to every authenticated user (``system:basic-user``); declared
+#: here so that the generated RBAC covers every request the manager makes.
+SELF_SUBJECT_REVIEW_RBAC: Final[tuple[PolicyRule, ...]] = (
+    rule(groups="authentication.k8s.io", resources="selfsubjectreviews", verbs="create"),
+)
+
+
 def manager_rbac(*, kueue_namespace: str = DEFAULT_NAMESPACE,
                  kueue_configmap: str = DEFAULT_CONFIGMAP_NAME,
                  webhook_configuration_name: str = WEBHOOK_CONFIGURATION_NAME
@@ -102,7 +113,7 @@ def manager_rbac(*, kueue_namespace: str = DEFAULT_NAMESPACE,
     return (*LEADER_ELECTION_RBAC, *cert_rbac(),
             *webhook_configuration_rbac(webhook_configuration_name),
             *kueue_config_rbac(kueue_namespace, kueue_configmap),
-            *reconciler_rbac.EVENTS_RBAC)
+            *SELF_SUBJECT_REVIEW_RBAC, *reconciler_rbac.EVENTS_RBAC)
 
 
 def integration_rbac(name: str) -> tuple[PolicyRule, ...]:

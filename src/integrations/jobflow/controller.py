@@ -15,6 +15,12 @@
 3. write ``status`` (state, ``jobStatusList``, per-flow phases, counts, conditions) when
    it changed, and record an event when the flow finishes.
 
+Children are held to the admission (:mod:`jobframework.childguard`): an unfinished Job
+set to run more pods at once than the admission counts for its flow gets its
+``parallelism`` set back (Warning ``AdmittedSizeRestored``), and a Job that names the
+JobFlow as its controller without being one of its flows' ``<jobflow>-<flow>`` Jobs
+(:mod:`.children`) is suspended (Warning ``ForeignJobSuspended``), never counted.
+
 Before all that, each new generation of the JobFlow (not yet in
 ``status.observedGeneration``) is checked against its validating webhook's rules
 (:func:`~.webhook.validate_jobflow`): one written while the webhook was not called (its
@@ -38,6 +44,16 @@ A step whose ``jobTemplateRef`` names a missing JobTemplate waits: its phase is
 ``WaitingForTemplate``, the ``JobTemplateMissing`` condition and a Warning event say so,
 and the JobTemplate watch reconciles the JobFlow when the template appears.
 
+Under Kueue (:attr:`JobFlowReconciler.admission_guard`, set by :func:`~.setup.setup`),
+the admission the JobFlow carries is Kueue's only as long as nobody else wrote it: before
+a Job is created or resumed, each step's stored admission must be the one the JobFlow's
+admitted Workload gives, and a new Job must run the count and containers the Workload
+admitted for its step (:mod:`jobframework.admittedworkload`). Otherwise nothing is
+created: the JobFlow is suspended with its admission dropped and a Warning
+``AdmissionMismatch`` event, and Kueue's reconciler starts it again with the Workload's
+admission. A step naming a JobTemplate runs the JobSpec read when Kueue admitted the
+JobFlow (:mod:`.admission`), not the template's current one.
+
 :class:`JobTemplateReconciler` keeps ``status.dependencyList`` equal to the names of the
 Jobs created from the template (by their ``createByJobTemplate`` annotation, through an
 index), clearing it when none is left; a template breaking the webhook's rule gets a
@@ -52,6 +68,16 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from jobframework import childjobs
+from jobframework.admittedworkload import (
+    REASON_ADMISSION_MISMATCH,
+    AdmissionGuard,
+    WorkloadAdmission,
+    info_mismatch,
+    pod_set_mismatch,
+    stop_message,
+)
+from jobframework.api.workload import PodSet
+from jobframework.childguard import restore_admitted_size, suspend_foreign_job
 from jobframework.childjobs import (
     failed_for_invalid_spec,
     generation_observed,
@@ -78,6 +104,7 @@ from jobframework.runtime.objects import (
 )
 from jobframework.runtime.reconcile import Request, Result
 
+from .admission import admitted_templates, drop_admission
 from .api import (
     CREATED_BY_TEMPLATE_ANNOTATION,
     GROUP,
@@ -99,12 +126,14 @@ from .api import (
     template_annotation_value,
     template_job_spec,
 )
+from .children import foreign_jobs
 from .dag import (
     Plan,
     build_child_job,
     inject_info,
     job_outcome,
     plan,
+    pod_count,
 )
 from .webhook import validate_jobflow, validate_jobtemplate
 
@@ -168,8 +197,17 @@ def pod_sets_infos(jobflow: Mapping[str, Any]) -> dict[str, PodSetInfo]:
 # --- the JobFlow controller --------------------------------------------------------------------
 
 
+class _AdmissionMismatchError(Exception):
+    """What a step would run is not what the JobFlow's Workload admitted."""
+
+
 class JobFlowReconciler(childjobs.ParentReconciler):
     """Reconciles JobFlows (see the module docstring)."""
+
+    #: Set when Kueue queues the JobFlows (:func:`~.setup.setup` with Kueue options):
+    #: before a Job is created or resumed, the admission the JobFlow carries and what the
+    #: step would run are checked against the Workload's admission.
+    admission_guard: AdmissionGuard | None = None
 
     async def children(self, jobflow: Object) -> dict[str, Object | None]:
         """flow name → its Job (``<jobflow>-<flow>`` controlled by this JobFlow), or None."""
@@ -189,6 +227,9 @@ class JobFlowReconciler(childjobs.ParentReconciler):
         except NotFound:
             self.invalid_spec_events.forget(request.namespace, request.name)
             return Result()
+        # First, whatever else this pass does: a Job claiming the JobFlow it was not
+        # created by must not run on the JobFlow's admission (see .children).
+        await self.suspend_foreign_jobs(jobflow)
         if managed_elsewhere(jobflow) and not validate_managed_by(jobflow):
             errs = validate_jobflow(jobflow)
             if errs:
@@ -231,13 +272,24 @@ class JobFlowReconciler(childjobs.ParentReconciler):
             else:
                 infos = pod_sets_infos(jobflow)
                 for f, job in children.items():
-                    if job is not None and job_outcome(job).phase == FlowPhase.SUSPENDED:
+                    if job is not None:
+                        children[f] = await self._hold_to_admission(jobflow, f, job,
+                                                                    infos.get(f))
+                resume = [f for f, job in children.items()
+                          if job is not None and job_outcome(job).phase == FlowPhase.SUSPENDED]
+                try:
+                    admission = await self._admission(jobflow, infos, [*resume, *p.ready])
+                    for f in resume:
+                        job = children[f]
+                        assert job is not None
                         children[f] = await self._resume(job, infos.get(f))
-                for f in p.ready:
-                    flow = spec.flow(f)
-                    assert flow is not None
-                    children[f] = await self._create(jobflow, flow, infos.get(f), notes,
-                                                     stale)
+                    for f in p.ready:
+                        flow = spec.flow(f)
+                        assert flow is not None
+                        children[f] = await self._create(jobflow, flow, infos.get(f), notes,
+                                                         stale, admission)
+                except _AdmissionMismatchError as err:
+                    return await self._stop_for_admission(jobflow, str(err))
             p = plan(jobflow, children)
         if stale:
             # A Job we would create exists but the cache has not shown it yet: writing
@@ -246,7 +298,57 @@ class JobFlowReconciler(childjobs.ParentReconciler):
         await self._write_status(jobflow, spec, p, children, notes)
         return Result()
 
+    # -- the admission --
+
+    async def _admission(self, jobflow: Object, infos: Mapping[str, PodSetInfo],
+                         steps: list[str]) -> WorkloadAdmission | None:
+        """The Workload's admission, once checked against what ``infos`` (the JobFlow's)
+        say of ``steps``; None when nothing is checked (no step to start, no Kueue, or a
+        JobFlow Kueue does not queue: no Workload, no admission stored). Raises
+        :class:`_AdmissionMismatchError`."""
+        if self.admission_guard is None or not steps:
+            return None
+        admission = await self.admission_guard.admission(jobflow)
+        if not admission.workload and not infos:
+            return None
+        for f in steps:
+            problem = info_mismatch(f, infos.get(f), admission)
+            if problem is not None:
+                raise _AdmissionMismatchError(problem)
+        return admission
+
+    async def _stop_for_admission(self, jobflow: Object, problem: str) -> Result:
+        """Suspend the JobFlow and drop the admission it carries, as Kueue stops a job
+        that no longer matches its Workload; the next pass suspends its Jobs."""
+        updated = copy.deepcopy(jobflow)
+        updated.setdefault("spec", {})["suspend"] = True
+        drop_admission(updated)
+        await self.writer.update(updated)
+        self.recorder.event(jobflow, WARNING, REASON_ADMISSION_MISMATCH,
+                            stop_message("JobFlow", problem))
+        return Result()
+
     # -- child Jobs --
+
+    async def suspend_foreign_jobs(self, jobflow: Object) -> None:
+        """Suspend the running Jobs that name ``jobflow`` as their controller but that
+        its controller did not create (:func:`~.children.foreign_jobs`), with a Warning
+        ``ForeignJobSuspended`` event on the JobFlow and on the Job."""
+        owned = await self.reader.list(
+            JOB_GVK, namespace=namespace_of(jobflow),
+            matching_fields={OWNER_UID_INDEX: uid_of(jobflow)})
+        for job in foreign_jobs(jobflow, owned.items):
+            await suspend_foreign_job(self.writer, self.recorder, jobflow, job)
+
+    async def _hold_to_admission(self, jobflow: Object, flow: str, job: Object,
+                                 info: PodSetInfo | None) -> Object:
+        """``job`` (``flow``'s, unfinished) set back to the pods at once admitted for the
+        flow (``info.count``) when it was scaled up; unchanged without an admission."""
+        if info is None or job_outcome(job).phase not in (FlowPhase.RUNNING,
+                                                          FlowPhase.SUSPENDED):
+            return job
+        return await restore_admitted_size(self.writer, self.recorder, jobflow, job,
+                                           info.count, f"flow {flow}")
 
     async def _suspend(self, job: Object, *, restore: bool) -> Object:
         return await suspend_job(
@@ -266,10 +368,16 @@ class JobFlowReconciler(childjobs.ParentReconciler):
         info: PodSetInfo | None,
         notes: dict[str, tuple[FlowPhase, str, str]],
         stale: list[str],
+        admission: WorkloadAdmission | None = None,
     ) -> Object | None:
         ns = namespace_of(jobflow)
         base: dict[str, Any] | None = flow.job_template
-        if flow.job_template_ref:
+        snapshot = admitted_templates(jobflow) if flow.job_template_ref else {}
+        if flow.name in snapshot:
+            # Read once, when Kueue admitted the JobFlow: a later edit of the JobTemplate
+            # is for the next admission.
+            base = snapshot[flow.name]
+        elif flow.job_template_ref:
             try:
                 template = await self.reader.get(JOBTEMPLATE_GVK, flow.job_template_ref,
                                                  namespace=ns)
@@ -285,6 +393,14 @@ class JobFlowReconciler(childjobs.ParentReconciler):
                 self.recorder.event(jobflow, WARNING, "JobTemplateNotFound", message)
                 return None
         job = build_child_job(jobflow, flow, base or {}, template_ref=flow.job_template_ref)
+        if admission is not None:
+            admitted = admission.pod_sets.get(flow.name)
+            assert admitted is not None  # checked with the infos
+            problem = pod_set_mismatch(
+                PodSet(name=flow.name, count=pod_count(job["spec"]),
+                       template=job["spec"]["template"]), admitted, admission.workload)
+            if problem is not None:
+                raise _AdmissionMismatchError(problem)
         if info is not None:
             try:
                 inject_info(job, info)

@@ -13,7 +13,10 @@ the JobFlow:
 - ``run_with_pod_sets_info`` clears ``spec.suspend`` and stores the admission's pod-set
   infos in the ``jobflow.api.practice.com/pod-sets-info`` annotation; the controller
   injects each step's info into that step's Jobs, including the ones created later;
-- ``restore_pod_sets_info`` removes the annotation (the controller restores the
+  with them it stores the JobSpecs of the JobTemplates the steps name, read once for
+  this admission (:mod:`.admission`): the adapter's PodSets and the steps' Jobs come
+  from that snapshot until Kueue stops the JobFlow;
+- ``restore_pod_sets_info`` removes both annotations (the controller restores the
   suspended Jobs' templates);
 - ``finished``, ``is_active`` and ``reclaimable_pods`` read ``status``, which the
   controller computes from the children; ``pods_ready`` reads the children.
@@ -58,6 +61,12 @@ from jobframework.runtime.objects import (
     uid_of,
 )
 
+from .admission import (
+    ADMITTED_TEMPLATES_ANNOTATION,
+    admitted_templates,
+    admitted_templates_value,
+    drop_admission,
+)
 from .api import (
     JOB_GVK,
     JOBFLOW_GVK,
@@ -87,24 +96,44 @@ class TemplateNotFoundError(LookupError):
     """A step's JobTemplate is missing, so the flow's PodSets cannot be computed yet."""
 
 
-async def step_specs(reader: Reader, jobflow: Object) -> dict[str, dict[str, Any]]:
-    """flow name → its rendered JobSpec (templates resolved in the JobFlow's namespace).
+async def template_bases(reader: Reader, jobflow: Object, *, fresh: bool = False
+                         ) -> dict[str, dict[str, Any]]:
+    """flow name → the JobSpec its JobTemplate gives, for the flows naming one: the one
+    snapshotted at admission (:data:`~.admission.ADMITTED_TEMPLATES_ANNOTATION`) while
+    there is one, unless ``fresh``, else read now in the JobFlow's namespace.
+
+    Raises :class:`TemplateNotFoundError` naming the first missing template.
+    """
+    snapshot = {} if fresh else admitted_templates(jobflow)
+    out: dict[str, dict[str, Any]] = {}
+    for flow in JobFlowSpec.of(jobflow).flows:
+        if not flow.job_template_ref or flow.name in out:
+            continue
+        if flow.name in snapshot:
+            out[flow.name] = snapshot[flow.name]
+            continue
+        try:
+            tmpl = await reader.get(JOBTEMPLATE_GVK, flow.job_template_ref,
+                                    namespace=namespace_of(jobflow))
+        except NotFound as err:
+            raise TemplateNotFoundError(
+                f"flow {flow.name}: JobTemplate {flow.job_template_ref!r} not found") from err
+        out[flow.name] = template_job_spec(tmpl) or {}
+    return out
+
+
+async def step_specs(reader: Reader, jobflow: Object, *, fresh: bool = False
+                     ) -> dict[str, dict[str, Any]]:
+    """flow name → its rendered JobSpec (JobTemplates as :func:`template_bases` gives
+    them: the admission's snapshot while there is one, unless ``fresh``).
 
     Raises :class:`TemplateNotFoundError` naming the first missing template.
     """
     spec = JobFlowSpec.of(jobflow)
+    bases = await template_bases(reader, jobflow, fresh=fresh)
     out: dict[str, dict[str, Any]] = {}
     for flow in spec.flows:
-        base = flow.job_template
-        if flow.job_template_ref:
-            try:
-                tmpl = await reader.get(JOBTEMPLATE_GVK, flow.job_template_ref,
-                                        namespace=namespace_of(jobflow))
-            except NotFound as err:
-                raise TemplateNotFoundError(
-                    f"flow {flow.name}: JobTemplate {flow.job_template_ref!r} not found") \
-                    from err
-            base = template_job_spec(tmpl)
+        base = bases.get(flow.name) if flow.job_template_ref else flow.job_template
         js = render_job_spec(spec, flow, base or {})
         meta = js["template"]["metadata"]
         meta["labels"] = {**(meta.get("labels") or {}), **flow_labels(name_of(jobflow), flow.name)}
@@ -189,25 +218,25 @@ class JobFlowJob(SpecManagedBy, GenericJob):
         if len(pod_sets_info) != len(flows):
             raise bad_pod_sets_info_len_error(len(flows), len(pod_sets_info))
         names = {f.name for f in flows}
-        specs = await step_specs(client, self.obj)
+        # The templates are read once, here: the steps of this admission run them.
+        bases = await template_bases(client, self.obj, fresh=True)
+        specs = await step_specs(client, self.obj, fresh=True)
         for info in pod_sets_info:
             if info.name not in names:
                 raise bad_pod_sets_update_error("podSet", f"no flow named {info.name!r}")
             info_fits(specs[info.name]["template"], info)
         annotations = self.obj.setdefault("metadata", {}).setdefault("annotations", {})
         annotations[POD_SETS_INFO_ANNOTATION] = infos_to_json(pod_sets_info)
+        if bases:
+            annotations[ADMITTED_TEMPLATES_ANNOTATION] = admitted_templates_value(bases)
+        else:
+            annotations.pop(ADMITTED_TEMPLATES_ANNOTATION, None)
         self.obj.setdefault("spec", {})["suspend"] = False
 
     def restore_pod_sets_info(self, pod_sets_info: Sequence[PodSetInfo]) -> bool:
-        """Drop the stored infos (the templates themselves were never changed)."""
-        meta = self.obj.get("metadata") or {}
-        annotations = meta.get("annotations") or {}
-        if POD_SETS_INFO_ANNOTATION not in annotations:
-            return False
-        del annotations[POD_SETS_INFO_ANNOTATION]
-        if not annotations:
-            meta.pop("annotations", None)
-        return True
+        """Drop the stored infos and the templates read at admission (the next admission
+        reads them again; the JobFlow's own templates were never changed)."""
+        return drop_admission(self.obj)
 
     def finished(self) -> FinishedResult:
         """Finished when the state is ``Succeed`` or ``Failed`` (naming the failed step)."""

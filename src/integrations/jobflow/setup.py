@@ -15,11 +15,13 @@ Two ways to run it:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import attrs
 
+from jobframework.admittedstate import DEFAULT_PRIVILEGED_USERS, PrivilegedUsers
+from jobframework.admittedworkload import AdmissionGuard
 from jobframework.base_webhook import BaseWebhook, NoopWebhook, setup_base_webhook
 from jobframework.constants import DEFAULT_FEATURES, QUEUE_LABEL, FeatureGates
 from jobframework.defaults import QueueLookup
@@ -39,8 +41,9 @@ from jobframework.runtime.manager import Manager
 from jobframework.runtime.objects import Object
 from jobframework.runtime.selectors import LabelSelector
 from jobframework.validation import support_prebuilt_workload
-from jobframework.webhook import WebhookBuilder, WebhookServer
+from jobframework.webhook import AdmissionRequest, ValidationError, WebhookBuilder, WebhookServer
 
+from .admission import admitted_state_errors
 from .api import JOBFLOW_GVK, JOBTEMPLATE_GVK
 from .controller import JobFlowReconciler, JobTemplateReconciler, setup_controllers
 from .job import JobFlowJob
@@ -72,11 +75,23 @@ class JobFlowKueueWebhook(BaseWebhook):
     """Kueue's base webhook for JobFlows: queue and suspend defaulting, ``spec.managedBy``
     defaulting to MultiKueue (with ``queues``; Kueue's ``ApplyDefaultForManagedBy``),
     Kueue's rules and the JobFlow rules (through ``JobFlowJob``'s custom validation,
-    ``spec.managedBy`` immutability included)."""
+    ``spec.managedBy`` immutability included); on update, only ``privileged_users`` may
+    change the admission the JobFlow carries (:mod:`.admission`)."""
 
     def __init__(self, client: Any, *, features: FeatureGates = DEFAULT_FEATURES,
+                 privileged_users: PrivilegedUsers = DEFAULT_PRIVILEGED_USERS,
                  **options: Any) -> None:
         super().__init__(_new_job_for(features), client, features=features, **options)
+        self.privileged_users = privileged_users
+
+    async def validate_update(self, old: Object, new: Object,
+                              request: AdmissionRequest | None = None) -> Sequence[str] | None:
+        """Refuse a change to the admission by a user who is not privileged, then check
+        Kueue's and the JobFlow's rules."""
+        errs = admitted_state_errors(old, new, request, self.privileged_users)
+        if errs:
+            raise ValidationError(errs)
+        return await super().validate_update(old, new, request)
 
 
 def _jobtemplate_webhook(server: WebhookServer) -> list[str]:
@@ -101,13 +116,15 @@ def setup_kueue_webhook(
         features: FeatureGates = DEFAULT_FEATURES,
         noop_webhook: bool = False,
         default_local_queue_exist: Callable[[str], bool] | None = None,
+        privileged_users: PrivilegedUsers = DEFAULT_PRIVILEGED_USERS,
 ) -> list[str]:
     """Serve the Kueue JobFlow webhook (mutating and validating) and the JobTemplate one;
     with ``noop_webhook=True`` (a disabled framework) a JobFlow webhook that allows
     everything unchanged, and no JobTemplate one. Returns the paths.
 
     A :class:`~jobframework.integrations.SetupWebhook`: the keywords are
-    :class:`~jobframework.base_webhook.BaseWebhook`'s.
+    :class:`~jobframework.base_webhook.BaseWebhook`'s, plus who may change the admission
+    a JobFlow carries (``privileged_users``).
     """
     if noop_webhook:
         return setup_base_webhook(server, JOBFLOW_GVK, NoopWebhook())
@@ -115,7 +132,8 @@ def setup_kueue_webhook(
         client, integration_manager=integration_manager,
         manage_jobs_without_queue_name=manage_jobs_without_queue_name,
         managed_jobs_namespace_selector=managed_jobs_namespace_selector, queues=queues,
-        features=features, default_local_queue_exist=default_local_queue_exist))
+        features=features, default_local_queue_exist=default_local_queue_exist,
+        privileged_users=privileged_users))
     return paths + _jobtemplate_webhook(server)
 
 
@@ -169,7 +187,10 @@ async def setup(
             _new_job_for(kueue.features)))
         kueue_reconciler, paths = await setup_integration(
             mgr, callbacks, kueue, reporting_controller=KUEUE_CONTROLLER_NAME,
-            webhook_server=webhook_server)
+            webhook_server=webhook_server,
+            webhook_options={"privileged_users": kueue.privileged_users})
+        flows.admission_guard = AdmissionGuard(mgr.get_client(), JOBFLOW_GVK,
+                                               features=kueue.features)
     elif webhook_server is not None:
         paths = setup_webhooks(webhook_server)
     return JobFlowSetup(flows, templates, kueue_reconciler, tuple(paths))

@@ -43,6 +43,7 @@ from integrations.catalog import reference_names
 from integrations.deploy import WEBHOOK_CONFIGURATION_NAME, render
 from integrations.manager import CertRotation, ExternalFrameworkManager
 from jobframework import constants as c
+from jobframework.admittedstate import DEFAULT_PRIVILEGED_USERS
 from jobframework.config import (
     API_VERSION,
     CONFIGMAP_KEY,
@@ -390,8 +391,11 @@ async def _integrations(world: World, recorder: RecordingClient, config: Configu
     im = IntegrationManager()
     for integration in integrations:
         integration.register(im)
+    # As ExternalFrameworkManager does, the manager's own identity may write the admission
+    # its adapters store on the jobs (the webhooks refuse everyone else's changes).
     options = attrs.evolve(reconciler_options_from(config, integration_manager=im),
-                           clock=world.clock)
+                           clock=world.clock,
+                           privileged_users=DEFAULT_PRIVILEGED_USERS.including([SERVICE_ACCOUNT]))
     mgr = Manager(recorder, clock=world.clock)
     webhooks = WebhookServer(clock=world.clock)
     paths: list[str] = []
