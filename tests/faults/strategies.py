@@ -561,12 +561,6 @@ def _edits(*edits: Callable[[Object], None]) -> Callable[[Object], None]:
     return edit
 
 
-def _many_flows(obj: Object) -> None:
-    flow = obj["spec"]["flows"][0]
-    obj["spec"]["flows"] = [{**copy.deepcopy(flow), "name": f"s{i}", "dependencies": []}
-                            for i in range(jobflow.MAX_FLOWS + 1)]
-
-
 def _many_components(obj: Object) -> None:
     component = obj["spec"]["components"][0]
     obj["spec"]["components"] = [copy.deepcopy(component)
@@ -625,8 +619,6 @@ SEMANTIC_CASES: Final[Mapping[str, tuple[SemanticCase, ...]]] = {
         SemanticCase("jobflow", "template-ref-not-a-name",
                      _set((*_FLOWS, 0, "jobTemplateRef"), "Not_A_Template"),
                      "spec.flows[0].jobTemplateRef", seed=1, hint="Not_A_Template"),
-        SemanticCase("jobflow", "too-many-flows", _many_flows, "spec.flows",
-                     hint=str(jobflow.MAX_FLOWS)),
         SemanticCase("jobflow", "no-flows", _set(_FLOWS, []), "spec.flows"),
         SemanticCase("jobflow", "unknown-share-volume",
                      _set((*_FLOWS, 0, "shareVolumeMounts"), [{"name": "nope",
