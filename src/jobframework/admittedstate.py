@@ -136,6 +136,14 @@ def privileged_change_errors(changes: Iterable[Change], request: AdmissionReques
     return errs
 
 
+def annotation_change_errors(keys: Iterable[str], old: Mapping[str, Any],
+                             new: Mapping[str, Any], request: AdmissionRequest | None,
+                             privileged: PrivilegedUsers) -> ErrorList:
+    """A webhook's update rule for admission kept in annotations: a ``Forbidden`` error
+    for each of ``keys`` a user who is not privileged sets, changes or removes."""
+    return privileged_change_errors(annotation_changes(old, new, keys), request, privileged)
+
+
 __all__ = [
     "CLUSTER_ADMIN_GROUP",
     "DEFAULT_PRIVILEGED_USERS",
@@ -143,6 +151,7 @@ __all__ = [
     "SELF_SUBJECT_REVIEW_API_VERSION",
     "Change",
     "PrivilegedUsers",
+    "annotation_change_errors",
     "annotation_changes",
     "own_username",
     "privileged_change_errors",

@@ -17,11 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from jobframework.admittedstate import (
-    PrivilegedUsers,
-    annotation_changes,
-    privileged_change_errors,
-)
+from jobframework.admittedstate import PrivilegedUsers, annotation_change_errors
 from jobframework.field import ErrorList
 from jobframework.webhook import AdmissionRequest
 
@@ -36,5 +32,4 @@ def admitted_state_errors(old: Mapping[str, Any], new: Mapping[str, Any],
                           privileged: PrivilegedUsers) -> ErrorList:
     """A ``Forbidden`` error for each admission annotation a user who is not privileged
     sets, changes or removes."""
-    return privileged_change_errors(annotation_changes(old, new, ADMISSION_ANNOTATIONS),
-                                    request, privileged)
+    return annotation_change_errors(ADMISSION_ANNOTATIONS, old, new, request, privileged)

@@ -17,6 +17,8 @@ from typing import Any
 
 import yaml
 
+from jobframework.config import KUEUE_GROUP_KIND_CONCURRENCY
+
 JSON = dict[str, Any]
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -344,18 +346,8 @@ def kueue_config(
         "leaderElection": {"leaderElect": False},
         "internalCertManagement": {"enable": False},
         "manageJobsWithoutQueueName": False,
-        # Same values as Kueue's shipped config/components/manager/controller_manager_config.yaml.
-        "controller": {
-            "groupKindConcurrency": {
-                "Job.batch": 5,
-                "Pod": 5,
-                "Workload.kueue.x-k8s.io": 10,
-                "LocalQueue.kueue.x-k8s.io": 5,
-                "Cohort.kueue.x-k8s.io": 1,
-                "ClusterQueue.kueue.x-k8s.io": 5,
-                "ResourceFlavor.kueue.x-k8s.io": 1,
-            }
-        },
+        # Kueue's shipped config/components/manager/controller_manager_config.yaml.
+        "controller": {"groupKindConcurrency": dict(KUEUE_GROUP_KIND_CONCURRENCY)},
         "clientConnection": {"qps": 300, "burst": 500},
         "integrations": {
             "frameworks": list(topology.frameworks),
