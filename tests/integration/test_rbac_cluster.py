@@ -106,6 +106,15 @@ UNUSED_ON_A_CLUSTER: dict[tuple[str, str, str], str] = {
        for group, plural in (("jobset.x-k8s.io", "jobsets"), ("kubeflow.org", "pytorchjobs"),
                              ("ray.io", "rayclusters"), ("ray.io", "rayjobs"))
        for verb in ("create", "delete", "get")},
+    # Set back when scaled beyond the admitted size (JobSets are failed instead).
+    **{(group, plural, "update"):
+       "an AppWrapper component kind this cluster does not serve (no CRD)"
+       for group, plural in (("kubeflow.org", "pytorchjobs"), ("ray.io", "rayclusters"),
+                             ("ray.io", "rayjobs"))},
+    **{("apps", plural, "update"):
+       "an AppWrapper component scaled beyond its admitted size is set back: no tenant "
+       "resizes one in this lifecycle"
+       for plural in ("deployments", "statefulsets")},
 }
 
 

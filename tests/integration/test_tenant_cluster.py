@@ -1,0 +1,373 @@
+"""A hostile tenant against what Kueue admitted, on the real control plane (issue #27,
+findings 1, 2, 3 and 5).
+
+The tenant is a ServiceAccount with the Kubernetes ``edit`` ClusterRole bound in one
+namespace (a RoleBinding): what any user who owns jobs in a namespace has. Its client
+impersonates it (``Impersonate-User``), so the API server authorizes each request as the
+ServiceAccount and our webhooks see its userInfo. ``edit`` covers this project's kinds as
+a cluster admin makes it do for any CRD: a ClusterRole of the test's own labelled
+``aggregate-to-edit`` is aggregated into it (shipped nowhere; the test says it).
+
+Our manager runs in-process with the admin identity (as the other cluster tests), the
+real Kueue admits, kwok runs the pods. Each test asserts what the tenant can no longer
+do; each fails when the protection it covers is removed:
+
+1. the admission a JobFlow or an AppWrapper carries cannot be rewritten (the validating
+   webhooks refuse it, naming the field), while the tenant may still edit the rest;
+2. a JobFlow step's Job scaled past its admission is set back by our controller;
+3. a Job of the tenant's own naming an admitted JobFlow as its controller is suspended
+   and gets no Workload (no free ride on the JobFlow's quota);
+4. a JobTemplate edited after admission does not reach the later step of that admission.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from kubernetes_asyncio.client import ApiClient
+
+from integrations.jobflow import JOBFLOW_GVK, JOBTEMPLATE_GVK
+from integrations.jobflow.admission import ADMITTED_TEMPLATES_ANNOTATION
+from integrations.jobflow.api import POD_SETS_INFO_ANNOTATION, job_status_key
+from integrations.manager import ExternalFrameworkManager
+from jobframework.admittedstate import own_username, service_account_username
+from jobframework.childguard import (
+    ADMITTED_SIZE_RESTORED_REASON,
+    FOREIGN_JOB_SUSPENDED_REASON,
+)
+from jobframework.runtime.client.config import load_kubeconfig
+from jobframework.runtime.client.rest import RestClient
+from jobframework.runtime.errors import ApiError
+from jobframework.runtime.objects import GVK, Object
+from jobframework.testing.cluster import COMPLETE_DELAY_ANNOTATION, ClusterInfo
+
+from .helpers import (
+    JOB_GVK,
+    NS,
+    POD_GVK,
+    Cleanup,
+    Queue,
+    eventually,
+    get_or_none,
+    is_true,
+    own_queue,
+    workload_of,
+)
+from .test_appwrapper_cluster import AW_GVK, appwrapper, phase, wrapped_job
+from .test_jobflow_cluster import jobflow, state_of, step
+
+pytestmark = pytest.mark.cluster
+
+SA_GVK = GVK("", "v1", "ServiceAccount")
+CLUSTER_ROLE_GVK = GVK("rbac.authorization.k8s.io", "v1", "ClusterRole")
+ROLE_BINDING_GVK = GVK("rbac.authorization.k8s.io", "v1", "RoleBinding")
+EVENT_GVK = GVK("events.k8s.io", "v1", "Event")
+AGGREGATE_TO_EDIT = "rbac.authorization.k8s.io/aggregate-to-edit"
+#: This project's kinds, as the tenant's ``edit`` role gets them.
+TENANT_KINDS = {"api.practice.com": ["jobflows", "jobtemplates", "daemonjobs"],
+                "workload.codeflare.dev": ["appwrappers"]}
+EDIT_VERBS = ["get", "list", "watch", "create", "update", "patch", "delete"]
+
+
+# -- the tenant ------------------------------------------------------------------------------
+
+
+async def _edit_covers_our_kinds(client: RestClient) -> bool:
+    edit = await client.get(CLUSTER_ROLE_GVK, "edit")
+    granted = {(g, r) for rule in edit.get("rules") or []
+               for g in rule.get("apiGroups") or [] for r in rule.get("resources") or []}
+    return all((g, r) in granted for g, kinds in TENANT_KINDS.items() for r in kinds)
+
+
+@pytest.fixture
+async def tenant(client: RestClient, cluster_info: ClusterInfo,
+                 cleanup: Cleanup) -> AsyncIterator[RestClient]:
+    """A client impersonating a ServiceAccount that holds ``edit`` in :data:`NS` only."""
+    name = f"tenant-{uuid.uuid4().hex[:6]}"
+    await client.create({
+        "apiVersion": CLUSTER_ROLE_GVK.api_version, "kind": CLUSTER_ROLE_GVK.kind,
+        "metadata": {"name": f"{name}-kinds", "labels": {AGGREGATE_TO_EDIT: "true"}},
+        "rules": [{"apiGroups": [group], "resources": kinds, "verbs": EDIT_VERBS}
+                  for group, kinds in TENANT_KINDS.items()]})
+    cleanup.append((CLUSTER_ROLE_GVK, f"{name}-kinds", None))
+    await client.create({"apiVersion": "v1", "kind": "ServiceAccount",
+                         "metadata": {"name": name, "namespace": NS}})
+    cleanup.append((SA_GVK, name, NS))
+    await client.create({
+        "apiVersion": ROLE_BINDING_GVK.api_version, "kind": ROLE_BINDING_GVK.kind,
+        "metadata": {"name": name, "namespace": NS},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                    "name": "edit"},
+        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": NS}]})
+    cleanup.append((ROLE_BINDING_GVK, name, NS))
+    await eventually("the edit ClusterRole to aggregate our kinds",
+                     lambda: _edit_covers_our_kinds(client), 60)
+    username = service_account_username(NS, name)
+    creds = await load_kubeconfig(cluster_info.kubeconfig)
+    api = ApiClient(configuration=creds.configuration, header_name="Impersonate-User",
+                    header_value=username)
+    async with RestClient(api, credentials=creds, owns_api_client=True) as c:
+        # The API server authenticates it as the ServiceAccount, not as the admin.
+        assert await own_username(c) == username
+        yield c
+
+
+@pytest.fixture
+async def manager(client: RestClient) -> AsyncIterator[ExternalFrameworkManager]:
+    async with ExternalFrameworkManager(client) as mgr:
+        yield mgr
+
+
+@pytest.fixture
+async def queue(client: RestClient, cleanup: Cleanup) -> Queue:
+    """A ClusterQueue (one flavor, ``on-demand``) and a LocalQueue in :data:`NS`."""
+    return await own_queue(client, cleanup, "tenant", cpu="8")
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+async def admitted_jobflow(client: RestClient, name: str) -> Object | None:
+    """The JobFlow once Kueue admitted it and the adapter stored the admission on it."""
+    jf = await client.get(JOBFLOW_GVK, name, namespace=NS)
+    wl = await workload_of(client, jf)
+    if not is_true(wl, "Admitted"):
+        return None
+    annotations = jf["metadata"].get("annotations") or {}
+    return jf if POD_SETS_INFO_ANNOTATION in annotations else None
+
+
+async def events_for(client: RestClient, obj: Object, reason: str) -> list[Object]:
+    """The events of ``reason`` regarding ``obj`` (by UID)."""
+    uid = obj["metadata"]["uid"]
+    return [e for e in (await client.list(EVENT_GVK, namespace=NS)).items
+            if e.get("reason") == reason and (e.get("regarding") or {}).get("uid") == uid]
+
+
+def job_pods(name: str) -> str:
+    return f"batch.kubernetes.io/job-name={name}"
+
+
+def elsewhere(infos: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tenant's rewrite of stored pod-set infos: another flavor's nodes, and a
+    toleration of every taint."""
+    out = copy.deepcopy(infos)
+    for info in out:
+        info["nodeSelector"] = {"instance-type": "spot"}
+        info["tolerations"] = [{"operator": "Exists"}]
+    return out
+
+
+# -- finding 1 -------------------------------------------------------------------------------
+
+
+async def test_tenant_cannot_rewrite_the_admission_a_jobflow_or_appwrapper_carries(
+        client: RestClient, manager: ExternalFrameworkManager, cleanup: Cleanup,
+        queue: Queue, tenant: RestClient) -> None:
+    del manager
+    sfx = uuid.uuid4().hex[:5]
+    flow_name, aw_name = f"t-adm-{sfx}", f"t-adm-aw-{sfx}"
+    await tenant.create(jobflow(flow_name, queue.name, [step("a", cpu="500m", run="60s")]))
+    cleanup.insert(0, (JOBFLOW_GVK, flow_name, NS))
+    await tenant.create(appwrapper(aw_name, queue.name,
+                                   [wrapped_job(f"{aw_name}-j", cpu="250m", run="60s")]))
+    cleanup.insert(0, (AW_GVK, aw_name, NS))
+
+    jf = await eventually("the JobFlow admitted", lambda: admitted_jobflow(client, flow_name))
+    stored = jf["metadata"]["annotations"][POD_SETS_INFO_ANNOTATION]
+    assert json.loads(stored)[0]["nodeSelector"] == {"instance-type": "on-demand"}
+    rewritten = json.dumps(elsewhere(json.loads(stored)))
+    with pytest.raises(ApiError) as refused:
+        await tenant.patch(JOBFLOW_GVK, flow_name, {"metadata": {"annotations": {
+            POD_SETS_INFO_ANNOTATION: rewritten}}}, namespace=NS)
+    assert refused.value.code == 403, refused.value.message
+    assert "denied the request" in refused.value.message  # the webhook's, not RBAC's
+    assert f"metadata.annotations[{POD_SETS_INFO_ANNOTATION}]: Forbidden" \
+        in refused.value.message, refused.value.message
+    # Removing it is the same change (the next admission is Kueue's to store).
+    with pytest.raises(ApiError) as dropped:
+        await tenant.patch(JOBFLOW_GVK, flow_name, {"metadata": {"annotations": {
+            POD_SETS_INFO_ANNOTATION: None}}}, namespace=NS)
+    assert f"metadata.annotations[{POD_SETS_INFO_ANNOTATION}]: Forbidden" \
+        in dropped.value.message, dropped.value.message
+    # The tenant may edit the rest of its JobFlow: the refusals are about the admission.
+    await tenant.patch(JOBFLOW_GVK, flow_name,
+                       {"metadata": {"annotations": {"tenant.example/note": "mine"}}},
+                       namespace=NS)
+    after = await client.get(JOBFLOW_GVK, flow_name, namespace=NS)
+    assert after["metadata"]["annotations"][POD_SETS_INFO_ANNOTATION] == stored
+    assert after["metadata"]["annotations"]["tenant.example/note"] == "mine"
+
+    async def aw_admitted() -> Object | None:
+        aw = await client.get(AW_GVK, aw_name, namespace=NS)
+        infos = aw["spec"]["components"][0].get("podSetInfos")
+        return aw if phase(aw) == "Running" and infos else None
+
+    aw = await eventually("the AppWrapper running", aw_admitted)
+    components = copy.deepcopy(aw["spec"]["components"])
+    admitted_infos = components[0]["podSetInfos"]
+    assert admitted_infos[0]["nodeSelector"] == {"instance-type": "on-demand"}
+    components[0]["podSetInfos"] = elsewhere(admitted_infos)
+    with pytest.raises(ApiError) as aw_refused:
+        await tenant.patch(AW_GVK, aw_name, {"spec": {"components": components}},
+                           namespace=NS)
+    assert aw_refused.value.code == 403, aw_refused.value.message
+    assert "denied the request" in aw_refused.value.message
+    assert "spec.components[0].podSetInfos: Forbidden" in aw_refused.value.message, \
+        aw_refused.value.message
+    await tenant.patch(AW_GVK, aw_name,
+                       {"metadata": {"annotations": {"tenant.example/note": "mine"}}},
+                       namespace=NS)
+    aw_after = await client.get(AW_GVK, aw_name, namespace=NS)
+    assert aw_after["spec"]["components"][0]["podSetInfos"] == admitted_infos
+
+    async def aw_pods() -> list[Object]:
+        return (await client.list(POD_GVK, namespace=NS,
+                                  label_selector=job_pods(f"{aw_name}-j"))).items
+
+    pods = await eventually("the wrapped Job's pod", aw_pods)
+    assert all(p["spec"].get("nodeSelector", {}).get("instance-type") == "on-demand"
+               for p in pods)
+
+
+# -- finding 2 -------------------------------------------------------------------------------
+
+
+async def test_a_step_job_scaled_past_its_admission_is_set_back(
+        client: RestClient, manager: ExternalFrameworkManager, cleanup: Cleanup,
+        queue: Queue, tenant: RestClient) -> None:
+    del manager
+    name = f"t-scale-{uuid.uuid4().hex[:5]}"
+    # One pod at a time, four in all: a larger parallelism would run more at once.
+    a = step("a", cpu="250m", run="15s")
+    a["jobTemplate"]["completions"] = 4
+    await tenant.create(jobflow(name, queue.name, [a]))
+    cleanup.insert(0, (JOBFLOW_GVK, name, NS))
+    jf = await eventually("the JobFlow admitted", lambda: admitted_jobflow(client, name))
+
+    async def running_job() -> Object | None:
+        job = await get_or_none(client, JOB_GVK, f"{name}-a")
+        return job if job is not None and (job.get("status") or {}).get("active") else None
+
+    await eventually("the step's Job running", running_job)
+    # The tenant's edit role allows it: the API server and Kueue take it.
+    scaled = await tenant.patch(JOB_GVK, f"{name}-a", {"spec": {"parallelism": 50}},
+                                namespace=NS)
+    assert scaled["spec"]["parallelism"] == 50
+
+    async def set_back() -> bool:
+        job = await client.get(JOB_GVK, f"{name}-a", namespace=NS)
+        return bool(job["spec"]["parallelism"] == 1)
+
+    await eventually("the Job's parallelism set back to the admitted 1", set_back)
+    events = await eventually("the AdmittedSizeRestored event on the JobFlow",
+                              lambda: events_for(client, jf, ADMITTED_SIZE_RESTORED_REASON))
+    assert f"Job {name}-a" in events[0]["note"] and "set back to 1" in events[0]["note"]
+
+    async def one_at_a_time() -> bool:
+        job = await client.get(JOB_GVK, f"{name}-a", namespace=NS)
+        return int((job.get("status") or {}).get("active") or 0) <= 1
+
+    await eventually("no more than the admitted pod active", one_at_a_time)
+    wl = await workload_of(client, jf)
+    assert wl is not None and is_true(wl, "Admitted")
+    assert wl["spec"]["podSets"][0]["count"] == 1
+
+
+# -- finding 3 -------------------------------------------------------------------------------
+
+
+async def test_a_tenant_job_claiming_an_admitted_jobflow_is_suspended(
+        client: RestClient, manager: ExternalFrameworkManager, cleanup: Cleanup,
+        queue: Queue, tenant: RestClient) -> None:
+    del manager
+    sfx = uuid.uuid4().hex[:5]
+    name, foreign = f"t-claim-{sfx}", f"t-claim-{sfx}-extra"
+    await tenant.create(jobflow(name, queue.name, [step("a", cpu="250m", run="20s")]))
+    cleanup.insert(0, (JOBFLOW_GVK, name, NS))
+    jf = await eventually("the JobFlow admitted", lambda: admitted_jobflow(client, name))
+    # No queue name, the JobFlow as controller: Kueue's child rule would let it run on
+    # the JobFlow's admission. (blockOwnerDeletion would need the JobFlow's finalizers.)
+    job = await tenant.create({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": foreign, "namespace": NS, "ownerReferences": [{
+            "apiVersion": JOBFLOW_GVK.api_version, "kind": JOBFLOW_GVK.kind,
+            "name": name, "uid": jf["metadata"]["uid"], "controller": True}]},
+        "spec": {"parallelism": 3, "completions": 3, "backoffLimit": 0, "template": {
+            "metadata": {"annotations": {COMPLETE_DELAY_ANNOTATION: "60s"}},
+            "spec": {"restartPolicy": "Never", "containers": [{
+                "name": "main", "image": "registry.example/fake:1",
+                "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}}},
+    })
+    cleanup.insert(0, (JOB_GVK, foreign, NS))
+
+    async def suspended() -> bool:
+        current = await client.get(JOB_GVK, foreign, namespace=NS)
+        return current["spec"].get("suspend") is True
+
+    await eventually("the claiming Job suspended", suspended)
+    on_job = await eventually("the ForeignJobSuspended event on the Job",
+                              lambda: events_for(client, job, FOREIGN_JOB_SUSPENDED_REASON))
+    assert f"JobFlow {name}" in on_job[0]["note"]
+    await eventually("the ForeignJobSuspended event on the JobFlow",
+                     lambda: events_for(client, jf, FOREIGN_JOB_SUSPENDED_REASON))
+    # The JobFlow runs its own step to the end; the claiming Job stays stopped, with no
+    # Workload of its own, and is not one of the flow's Jobs.
+    await eventually("the JobFlow Succeed", lambda: _state_is(client, name, "Succeed"))
+    current = await client.get(JOB_GVK, foreign, namespace=NS)
+    assert current["spec"]["suspend"] is True
+    assert not (current.get("status") or {}).get("active"), current["status"]
+    assert not (current.get("status") or {}).get("succeeded"), current["status"]
+    assert await workload_of(client, current) is None
+    done = await client.get(JOBFLOW_GVK, name, namespace=NS)
+    assert list(done["status"]["jobStatusList"]) == [job_status_key(f"{name}-a", NS)]
+
+
+async def _state_is(client: RestClient, name: str, state: str) -> bool:
+    return state_of(await client.get(JOBFLOW_GVK, name, namespace=NS)) == state
+
+
+# -- finding 5 -------------------------------------------------------------------------------
+
+
+async def test_a_jobtemplate_edited_after_admission_does_not_resize_a_later_step(
+        client: RestClient, manager: ExternalFrameworkManager, cleanup: Cleanup,
+        queue: Queue, tenant: RestClient) -> None:
+    del manager
+    sfx = uuid.uuid4().hex[:5]
+    name, template = f"t-tmpl-{sfx}", f"t-tmpl-{sfx}"
+    await tenant.create({
+        "apiVersion": JOBTEMPLATE_GVK.api_version, "kind": JOBTEMPLATE_GVK.kind,
+        "metadata": {"name": template, "namespace": NS},
+        "spec": {"jobTemplate": {"parallelism": 1, "template": {
+            "metadata": {"annotations": {COMPLETE_DELAY_ANNOTATION: "2s"}},
+            "spec": {"containers": [{
+                "name": "main", "image": "registry.example/fake:1",
+                "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}}}}})
+    cleanup.append((JOBTEMPLATE_GVK, template, NS))
+    flows = [step("a", cpu="250m", run="15s"),
+             {"name": "b", "dependencies": ["a"], "jobTemplateRef": template}]
+    await tenant.create(jobflow(name, queue.name, flows))
+    cleanup.insert(0, (JOBFLOW_GVK, name, NS))
+    jf = await eventually("the JobFlow admitted", lambda: admitted_jobflow(client, name))
+    assert ADMITTED_TEMPLATES_ANNOTATION in jf["metadata"]["annotations"]
+    wl = await workload_of(client, jf)
+    assert wl is not None
+    assert {p["name"]: p["count"] for p in wl["spec"]["podSets"]} == {"a": 1, "b": 1}
+    # b has not started (a runs 15 s): its Job will be created after the edit.
+    assert await get_or_none(client, JOB_GVK, f"{name}-b") is None
+    await tenant.patch(JOBTEMPLATE_GVK, template,
+                       {"spec": {"jobTemplate": {"parallelism": 50}}}, namespace=NS)
+    edited = await client.get(JOBTEMPLATE_GVK, template, namespace=NS)
+    assert edited["spec"]["jobTemplate"]["parallelism"] == 50
+
+    await eventually("the JobFlow Succeed", lambda: _state_is(client, name, "Succeed"))
+    job = await client.get(JOB_GVK, f"{name}-b", namespace=NS)
+    assert job["spec"]["parallelism"] == 1
+    pods = (await client.list(POD_GVK, namespace=NS, label_selector=job_pods(f"{name}-b"))).items
+    assert len(pods) == 1
