@@ -151,8 +151,11 @@ def package(session: nox.Session) -> None:
     session.run("python", "-c", (
         "import integrations, jobframework, pathlib;"
         "assert 'site-packages' in integrations.__file__, integrations.__file__;"
-        "from integrations.catalog import MODULES, reference_integration;"
-        "crds = [c for n in MODULES for c in reference_integration(n).load_crds()];"
+        "from integrations.catalog import reference_names;"
+        "from jobframework.plugins import load_integration;"
+        "names = reference_names();"
+        "assert names == ('appwrapper', 'batchjob', 'daemonjob', 'jobflow'), names;"
+        "crds = [c for n in names for c in load_integration(n).load_crds()];"
         "assert len(crds) >= 4, crds;"
         "import jobframework.testing, uvloop;"
         "print('wheel ok:', len(crds), 'CRDs')"))
@@ -160,6 +163,10 @@ def package(session: nox.Session) -> None:
     rendered = os.path.join(tmp, "rendered")
     session.run("python", "-m", "integrations.deploy", "render", "--output", rendered,
                 silent=True)
+    # The scaffold's templates ship in the wheel.
+    session.run("python", "-m", "jobframework.scaffold", "--group", "example.com",
+                "--version", "v1", "--kind", "Sample", "--output",
+                os.path.join(tmp, "scaffolded"), "--force", silent=True)
     # The installed wheel renders exactly the committed manifests.
     session.run("diff", "-r", rendered, os.path.join(repo, "config", "default"),
                 external=True)
