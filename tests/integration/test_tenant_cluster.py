@@ -1,12 +1,12 @@
 """A hostile tenant against what Kueue admitted, on the real control plane (issue #27,
-findings 1, 2, 3 and 5).
+findings 1, 2, 3 and 5, on JobFlow, AppWrapper and DaemonJob).
 
 The tenant is a ServiceAccount with the Kubernetes ``edit`` ClusterRole bound in one
 namespace (a RoleBinding): what any user who owns jobs in a namespace has. Its client
 impersonates it (``Impersonate-User``), so the API server authorizes each request as the
-ServiceAccount and our webhooks see its userInfo. ``edit`` covers this project's kinds as
-a cluster admin makes it do for any CRD: a ClusterRole of the test's own labelled
-``aggregate-to-edit`` is aggregated into it (shipped nowhere; the test says it).
+ServiceAccount and our webhooks see its userInfo. ``edit`` covers this project's kinds
+through the editor ClusterRoles ``deploy render`` ships (``user-roles.yaml``, labelled
+``aggregate-to-edit``), which the fixture applies as rendered.
 
 Our manager runs in-process with the admin identity (as the other cluster tests), the
 real Kueue admits, kwok runs the pods. Each test asserts what the tenant can no longer
@@ -17,20 +17,29 @@ do; each fails when the protection it covers is removed:
 2. a JobFlow step's Job scaled past its admission is set back by our controller;
 3. a Job of the tenant's own naming an admitted JobFlow as its controller is suspended
    and gets no Workload (no free ride on the JobFlow's quota);
-4. a JobTemplate edited after admission does not reach the later step of that admission.
+4. a JobTemplate edited after admission does not reach the later step of that admission;
+5. a DaemonJob's admission and its run's node list cannot be rewritten, a node Job scaled
+   past its admission is set back, and a Job claiming the DaemonJob is suspended.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import re
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes_asyncio.client import ApiClient
 
+from integrations.daemonjob import DAEMONJOB_GVK, NODE_GVK, NODES_ANNOTATION
+from integrations.daemonjob.api import POD_SETS_INFO_ANNOTATION as DJ_POD_SETS_INFO
+from integrations.deploy import DEFAULT_NAMESPACE, render
+from integrations.deploy.render import SERVICE_ACCOUNT
 from integrations.jobflow import JOBFLOW_GVK, JOBTEMPLATE_GVK
 from integrations.jobflow.admission import ADMITTED_TEMPLATES_ANNOTATION
 from integrations.jobflow.api import POD_SETS_INFO_ANNOTATION, job_status_key
@@ -41,6 +50,7 @@ from jobframework.childguard import (
     FOREIGN_JOB_SUSPENDED_REASON,
 )
 from jobframework.runtime.client.config import load_kubeconfig
+from jobframework.runtime.client.interface import PropagationPolicy
 from jobframework.runtime.client.rest import RestClient
 from jobframework.runtime.errors import ApiError
 from jobframework.runtime.objects import GVK, Object
@@ -59,6 +69,7 @@ from .helpers import (
     workload_of,
 )
 from .test_appwrapper_cluster import AW_GVK, appwrapper, phase, wrapped_job
+from .test_daemonjob_cluster import children, daemonjob, node_phases
 from .test_jobflow_cluster import jobflow, state_of, step
 
 pytestmark = pytest.mark.cluster
@@ -67,21 +78,27 @@ SA_GVK = GVK("", "v1", "ServiceAccount")
 CLUSTER_ROLE_GVK = GVK("rbac.authorization.k8s.io", "v1", "ClusterRole")
 ROLE_BINDING_GVK = GVK("rbac.authorization.k8s.io", "v1", "RoleBinding")
 EVENT_GVK = GVK("events.k8s.io", "v1", "Event")
-AGGREGATE_TO_EDIT = "rbac.authorization.k8s.io/aggregate-to-edit"
+VAP_GVK = GVK("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicy")
+VAP_BINDING_GVK = GVK("admissionregistration.k8s.io", "v1",
+                      "ValidatingAdmissionPolicyBinding")
 #: This project's kinds, as the tenant's ``edit`` role gets them.
 TENANT_KINDS = {"api.practice.com": ["jobflows", "jobtemplates", "daemonjobs"],
                 "workload.codeflare.dev": ["appwrappers"]}
-EDIT_VERBS = ["get", "list", "watch", "create", "update", "patch", "delete"]
 
 
 # -- the tenant ------------------------------------------------------------------------------
 
 
 async def _edit_covers_our_kinds(client: RestClient) -> bool:
-    edit = await client.get(CLUSTER_ROLE_GVK, "edit")
-    granted = {(g, r) for rule in edit.get("rules") or []
-               for g in rule.get("apiGroups") or [] for r in rule.get("resources") or []}
-    return all((g, r) in granted for g, kinds in TENANT_KINDS.items() for r in kinds)
+    """Whether ``edit`` lets a namespace's editors create our kinds and ``view`` lets its
+    viewers read them (the shipped roles aggregated)."""
+    for role, verb in (("edit", "create"), ("view", "get")):
+        granted = {(g, r) for rule in (await client.get(CLUSTER_ROLE_GVK, role)).get("rules")
+                   or [] if verb in (rule.get("verbs") or [])
+                   for g in rule.get("apiGroups") or [] for r in rule.get("resources") or []}
+        if not all((g, r) in granted for g, kinds in TENANT_KINDS.items() for r in kinds):
+            return False
+    return True
 
 
 @pytest.fixture
@@ -89,12 +106,13 @@ async def tenant(client: RestClient, cluster_info: ClusterInfo,
                  cleanup: Cleanup) -> AsyncIterator[RestClient]:
     """A client impersonating a ServiceAccount that holds ``edit`` in :data:`NS` only."""
     name = f"tenant-{uuid.uuid4().hex[:6]}"
-    await client.create({
-        "apiVersion": CLUSTER_ROLE_GVK.api_version, "kind": CLUSTER_ROLE_GVK.kind,
-        "metadata": {"name": f"{name}-kinds", "labels": {AGGREGATE_TO_EDIT: "true"}},
-        "rules": [{"apiGroups": [group], "resources": kinds, "verbs": EDIT_VERBS}
-                  for group, kinds in TENANT_KINDS.items()]})
-    cleanup.append((CLUSTER_ROLE_GVK, f"{name}-kinds", None))
+    for shipped in render(("jobflow", "daemonjob", "appwrapper"))["user-roles.yaml"]:
+        try:
+            await client.create(shipped)
+        except ApiError as err:
+            if err.code != 409:
+                raise
+        cleanup.append((CLUSTER_ROLE_GVK, shipped["metadata"]["name"], None))
     await client.create({"apiVersion": "v1", "kind": "ServiceAccount",
                          "metadata": {"name": name, "namespace": NS}})
     cleanup.append((SA_GVK, name, NS))
@@ -371,3 +389,187 @@ async def test_a_jobtemplate_edited_after_admission_does_not_resize_a_later_step
     assert job["spec"]["parallelism"] == 1
     pods = (await client.list(POD_GVK, namespace=NS, label_selector=job_pods(f"{name}-b"))).items
     assert len(pods) == 1
+
+
+# -- DaemonJob: findings 1, 2, 3 and 5 ---------------------------------------------------------
+
+
+async def admitted_daemonjob(client: RestClient, name: str) -> Object | None:
+    """The DaemonJob once Kueue admitted it and its node Jobs run."""
+    dj = await client.get(DAEMONJOB_GVK, name, namespace=NS)
+    wl = await workload_of(client, dj)
+    annotations = dj["metadata"].get("annotations") or {}
+    if not is_true(wl, "Admitted") or DJ_POD_SETS_INFO not in annotations:
+        return None
+    return dj if set(node_phases(dj).values()) == {"Running"} else None
+
+
+async def test_a_tenant_cannot_steer_resize_or_claim_an_admitted_daemonjob(
+        client: RestClient, manager: ExternalFrameworkManager, cleanup: Cleanup,
+        queue: Queue, tenant: RestClient) -> None:
+    del manager
+    sfx = uuid.uuid4().hex[:5]
+    name, foreign = f"t-dj-{sfx}", f"t-dj-{sfx}-extra"
+    # Four pods per node, one at a time: a larger parallelism would run more at once.
+    await tenant.create(daemonjob(name, queue.name, cpu="250m", run="30s", completions=4,
+                                  parallelism=1))
+    cleanup.insert(0, (DAEMONJOB_GVK, name, NS))
+    dj = await eventually("the DaemonJob admitted and running",
+                          lambda: admitted_daemonjob(client, name))
+    annotations = dj["metadata"]["annotations"]
+    run = json.loads(annotations[NODES_ANNOTATION])
+    wl = await workload_of(client, dj)
+    assert wl is not None and wl["spec"]["podSets"][0]["count"] == len(run)
+    jobs = await children(client, name)
+    assert set(jobs) == set(run)
+
+    # Finding 1: the stored admission is not the tenant's to rewrite or drop.
+    infos = json.loads(annotations[DJ_POD_SETS_INFO])
+    assert infos[0]["nodeSelector"] == {"instance-type": "on-demand"}
+    for value in (json.dumps(elsewhere(infos)), None):
+        with pytest.raises(ApiError) as refused:
+            await tenant.patch(DAEMONJOB_GVK, name, {"metadata": {"annotations": {
+                DJ_POD_SETS_INFO: value}}}, namespace=NS)
+        assert refused.value.code == 403, refused.value.message
+        assert "denied the request" in refused.value.message
+        assert f"metadata.annotations[{DJ_POD_SETS_INFO}]: Forbidden" \
+            in refused.value.message, refused.value.message
+
+    # Finding 5: nor is the run's node list (the Workload's count was computed from it).
+    spot = [n["metadata"]["name"] for n in (await client.list(
+        NODE_GVK, label_selector="instance-type=spot")).items]
+    assert spot and not set(spot) & set(run)
+    with pytest.raises(ApiError) as widened:
+        await tenant.patch(DAEMONJOB_GVK, name, {"metadata": {"annotations": {
+            NODES_ANNOTATION: json.dumps(sorted(run + spot))}}}, namespace=NS)
+    assert widened.value.code == 403, widened.value.message
+    assert f"metadata.annotations[{NODES_ANNOTATION}]: Forbidden" \
+        in widened.value.message, widened.value.message
+    await tenant.patch(DAEMONJOB_GVK, name,
+                       {"metadata": {"annotations": {"tenant.example/note": "mine"}}},
+                       namespace=NS)
+
+    # Finding 2: a node Job scaled past its admission is set back.
+    node = sorted(run)[0]
+    job_name = jobs[node]["metadata"]["name"]
+    scaled = await tenant.patch(JOB_GVK, job_name, {"spec": {"parallelism": 50}},
+                                namespace=NS)
+    assert scaled["spec"]["parallelism"] == 50
+
+    async def set_back() -> bool:
+        job = await client.get(JOB_GVK, job_name, namespace=NS)
+        return bool(job["spec"]["parallelism"] == 1)
+
+    await eventually("the node Job's parallelism set back to the admitted 1", set_back)
+    events = await eventually("the AdmittedSizeRestored event on the DaemonJob",
+                              lambda: events_for(client, dj, ADMITTED_SIZE_RESTORED_REASON))
+    assert f"Job {job_name}" in events[0]["note"] and "set back to 1" in events[0]["note"]
+
+    # Finding 3: a Job of the tenant's naming the DaemonJob as its controller is stopped.
+    job = await tenant.create({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": foreign, "namespace": NS, "ownerReferences": [{
+            "apiVersion": DAEMONJOB_GVK.api_version, "kind": DAEMONJOB_GVK.kind,
+            "name": name, "uid": dj["metadata"]["uid"], "controller": True}]},
+        "spec": {"parallelism": 3, "completions": 3, "backoffLimit": 0, "template": {
+            "metadata": {"annotations": {COMPLETE_DELAY_ANNOTATION: "60s"}},
+            "spec": {"restartPolicy": "Never", "containers": [{
+                "name": "main", "image": "registry.example/fake:1",
+                "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}}},
+    })
+    cleanup.insert(0, (JOB_GVK, foreign, NS))
+
+    async def suspended() -> bool:
+        current = await client.get(JOB_GVK, foreign, namespace=NS)
+        return current["spec"].get("suspend") is True
+
+    await eventually("the claiming Job suspended", suspended)
+    on_job = await eventually("the ForeignJobSuspended event on the Job",
+                              lambda: events_for(client, job, FOREIGN_JOB_SUSPENDED_REASON))
+    assert f"DaemonJob {name}" in on_job[0]["note"]
+
+    # What runs is what was admitted: one pod per node of the run, on the run's nodes.
+    after = await client.get(DAEMONJOB_GVK, name, namespace=NS)
+    assert json.loads(after["metadata"]["annotations"][NODES_ANNOTATION]) == run
+    assert set(await children(client, name)) == set(run)
+
+    async def one_pod_per_node() -> bool:
+        pods = [p for p in (await client.list(POD_GVK, namespace=NS)).items
+                if (p["metadata"].get("labels") or {}).get("batch.kubernetes.io/job-name")
+                in {j["metadata"]["name"] for j in jobs.values()}
+                and not p["metadata"].get("deletionTimestamp")
+                and (p.get("status") or {}).get("phase") in ("Pending", "Running")]
+        return len(pods) == len(run) and {p["spec"].get("nodeName") for p in pods} == set(run)
+
+    await eventually("one pod per node of the run", one_pod_per_node)
+    current = await client.get(JOB_GVK, foreign, namespace=NS)
+    assert not (current.get("status") or {}).get("active"), current["status"]
+    assert await workload_of(client, current) is None
+
+
+# -- the admission policy of docs/jobflow.md -------------------------------------------------
+
+
+def documented_children_policy(manager_username: str) -> list[Object]:
+    """The ValidatingAdmissionPolicy and its binding as docs/jobflow.md gives them, with
+    ``manager_username`` for the ServiceAccount of ``config/default`` it names."""
+    text = (Path(__file__).parents[2] / "docs" / "jobflow.md").read_text()
+    block = next(b for b in re.findall(r"```yaml\n(.*?)```", text, re.S)
+                 if "kind: ValidatingAdmissionPolicy" in b)
+    shipped = f"system:serviceaccount:{DEFAULT_NAMESPACE}:{SERVICE_ACCOUNT}"
+    assert f"'{shipped}'" in block, "the policy names the shipped manager's ServiceAccount"
+    return [o for o in yaml.safe_load_all(block.replace(shipped, manager_username)) if o]
+
+
+async def test_the_documented_policy_refuses_a_tenants_job_named_like_a_later_step(
+        client: RestClient, manager: ExternalFrameworkManager, cleanup: Cleanup,
+        queue: Queue, tenant: RestClient) -> None:
+    del manager
+    policy, binding = documented_children_policy(await own_username(client))
+    suffix = uuid.uuid4().hex[:5]
+    for obj in (policy, binding):
+        obj["metadata"]["name"] = f"{obj['metadata']['name']}-{suffix}"
+    binding["spec"]["policyName"] = policy["metadata"]["name"]
+    await client.create(policy)
+    cleanup.append((VAP_GVK, policy["metadata"]["name"], None))
+    await client.create(binding)
+    cleanup.append((VAP_BINDING_GVK, binding["metadata"]["name"], None))
+
+    name = f"t-vap-{suffix}"
+    await tenant.create(jobflow(name, queue.name, [step("a", cpu="250m", run="20s"),
+                                                   step("b", cpu="250m", deps=("a",))]))
+    cleanup.insert(0, (JOBFLOW_GVK, name, NS))
+    jf = await eventually("the JobFlow admitted", lambda: admitted_jobflow(client, name))
+    assert await get_or_none(client, JOB_GVK, f"{name}-b") is None
+    spoof: Object = {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": f"{name}-b", "namespace": NS, "ownerReferences": [{
+            "apiVersion": JOBFLOW_GVK.api_version, "kind": JOBFLOW_GVK.kind,
+            "name": name, "uid": jf["metadata"]["uid"], "controller": True}]},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{
+            "name": "main", "image": "registry.example/tenant:1"}]}}}}
+
+    async def refused() -> str | None:
+        # A new policy takes effect once the API server has loaded it: until then a
+        # create may pass, and is undone.
+        try:
+            await tenant.create(copy.deepcopy(spoof))
+        except ApiError as err:
+            return err.message if err.code in (403, 422) else None
+        await client.delete(JOB_GVK, f"{name}-b", namespace=NS,
+                            propagation_policy=PropagationPolicy.BACKGROUND)
+        await eventually("the spoof deleted",
+                         lambda: _gone(client, JOB_GVK, f"{name}-b"))
+        return None
+
+    message = await eventually("the tenant's step-named Job refused", refused)
+    assert "only the kueue-jobframework manager creates Jobs controlled by its kinds" \
+        in message, message
+    # The manager's own Jobs pass the same policy: the flow runs both steps to the end.
+    await eventually("the JobFlow Succeed", lambda: _state_is(client, name, "Succeed"))
+    b = await client.get(JOB_GVK, f"{name}-b", namespace=NS)
+    assert b["spec"]["template"]["spec"]["containers"][0]["image"] == "registry.example/fake:1"
+
+
+async def _gone(client: RestClient, gvk: GVK, name: str) -> bool:
+    return await get_or_none(client, gvk, name) is None

@@ -22,6 +22,14 @@ A watch of one object (``fieldSelector=metadata.name=<name>``) is authorized aga
 :func:`rules_for` adds the generic reconciler's (:data:`jobframework.reconciler_rbac.RBAC`)
 and each integration's own ``RBAC``; :func:`rbac_objects` renders them for one
 ServiceAccount.
+
+For the users of the kinds, :func:`user_roles` gives each CRD an editor and a viewer
+ClusterRole aggregated into Kubernetes' ``edit``/``admin`` and ``view`` roles (as
+AppWrapper's own deployment does) and into Kueue's ``batch-user``/``batch-admin`` roles
+(as Kueue's roles for the kinds it integrates): a namespace's editors run the kinds as
+they run batch Jobs. What such a tenant may not change (the admission stored on a job,
+the size of its children) is held by the webhooks and controllers, not by RBAC
+(``docs/reliability.md``, "Threat model").
 """
 
 from __future__ import annotations
@@ -56,8 +64,19 @@ __all__ = [
     "manager_rbac",
     "rbac_objects",
     "rules_for",
+    "user_roles",
     "webhook_configuration_rbac",
 ]
+
+#: Labels aggregating a ClusterRole into Kubernetes' and Kueue's user-facing roles.
+AGGREGATE_TO_EDIT: Final = {"rbac.authorization.k8s.io/aggregate-to-edit": "true",
+                            "rbac.authorization.k8s.io/aggregate-to-admin": "true",
+                            "rbac.kueue.x-k8s.io/batch-admin": "true",
+                            "rbac.kueue.x-k8s.io/batch-user": "true"}
+AGGREGATE_TO_VIEW: Final = {"rbac.authorization.k8s.io/aggregate-to-view": "true",
+                            **AGGREGATE_TO_EDIT}
+EDITOR_VERBS: Final = ("create", "delete", "get", "list", "patch", "update", "watch")
+VIEWER_VERBS: Final = ("get", "list", "watch")
 
 #: The name of both webhook configurations (the manager's default).
 WEBHOOK_CONFIGURATION_NAME: Final = ManagerOptions().webhook_configuration_name
@@ -161,4 +180,26 @@ def rbac_objects(rules: Sequence[PolicyRule], *, prefix: str, namespace: str,
         out.append(role_binding(f"{prefix}-leader-election-rolebinding", ns,
                                 f"{prefix}-leader-election-role", service_account, namespace,
                                 labels=labels))
+    return out
+
+
+def user_roles(crds: Sequence[Object], *, prefix: str,
+               labels: dict[str, str] | None = None) -> list[Object]:
+    """An editor and a viewer ClusterRole for each of ``crds`` (``<prefix>-<plural>-editor``
+    and ``-viewer``), aggregated as the module docstring says. Both read the status
+    subresource when the CRD has one; neither writes it (that is the controllers')."""
+    out: list[Object] = []
+    for crd in crds:
+        spec = crd["spec"]
+        group, plural = str(spec["group"]), str(spec["names"]["plural"])
+        has_status = any("status" in (v.get("subresources") or {})
+                         for v in spec.get("versions") or [])
+        status = ((rule(groups=group, resources=f"{plural}/status", verbs="get"),)
+                  if has_status else ())
+        for suffix, verbs, aggregate in (("editor", EDITOR_VERBS, AGGREGATE_TO_EDIT),
+                                         ("viewer", VIEWER_VERBS, AGGREGATE_TO_VIEW)):
+            out.append(cluster_role(
+                f"{prefix}-{plural}-{suffix}",
+                (rule(groups=group, resources=plural, verbs=verbs), *status),
+                labels={**(labels or {}), **aggregate}))
     return out

@@ -43,7 +43,7 @@ from jobframework.webhook import (
 )
 
 from .kueue_config import configuration_patch, replaced_builtins
-from .rbac import WEBHOOK_CONFIGURATION_NAME, rbac_objects, rules_for
+from .rbac import WEBHOOK_CONFIGURATION_NAME, rbac_objects, rules_for, user_roles
 
 __all__ = [
     "CERTIFICATE",
@@ -392,8 +392,12 @@ def render(
             "spec": {"minAvailable": 1, "selector": {"matchLabels": dict(SELECTOR)}}}],
         "webhooks.yaml": _webhook_configurations(names, namespace),
     }
-    if not files["crds.yaml"]:
-        del files["crds.yaml"]
+    # Who may use the kinds: a namespace's editors and viewers (see user_roles).
+    files["user-roles.yaml"] = user_roles(files["crds.yaml"], prefix=PREFIX,
+                                          labels=_labels())
+    for empty in ("crds.yaml", "user-roles.yaml"):
+        if not files[empty]:
+            del files[empty]
     resources = list(files)
     if cert_management == "cert-manager":
         for target, ops in _cert_manager_patches(namespace):

@@ -71,6 +71,9 @@ class ClusterInfo:
     admin_key: str
     started_at: float
     timings: dict[str, float] = field(default_factory=dict)
+    #: The CA of the client certificate the API server presents to every admission
+    #: webhook; a webhook server given it as its client CA verifies the API server.
+    webhook_client_ca: str = ""
 
     @classmethod
     def load(cls, state_dir: Path) -> ClusterInfo | None:
@@ -336,6 +339,14 @@ class LocalCluster:
                            "--audit-log-format=json", "--audit-log-maxsize=0",
                            # Buffered batches: the log costs the API server little.
                            "--audit-log-mode=batch"]
+        admission = sd / "config" / "admission.yaml"
+        admission.parent.mkdir(parents=True, exist_ok=True)
+        webhook_kubeconfig = sd / "config" / "webhook-client.kubeconfig"
+        webhook_kubeconfig.write_text(yaml.safe_dump(
+            manifests.webhook_client_kubeconfig(creds.webhook_client.cert,
+                                                creds.webhook_client.key)))
+        admission.write_text(yaml.safe_dump(manifests.admission_configuration(
+            webhook_kubeconfig)))
         self.procs.start(
             "kube-apiserver",
             [
@@ -357,6 +368,9 @@ class LocalCluster:
                 f"--service-cluster-ip-range={SERVICE_CIDR}",
                 "--authorization-mode=Node,RBAC",
                 "--enable-admission-plugins=NodeRestriction",
+                # Every admission webhook call carries a client certificate, so webhook
+                # servers can require one (ours: ``--webhook-client-ca``).
+                f"--admission-control-config-file={admission}",
                 "--allow-privileged=true",
                 "--max-requests-inflight=1000",
                 "--max-mutating-requests-inflight=500",
@@ -596,6 +610,7 @@ class LocalCluster:
             admin_cert=str(creds.admin.cert),
             admin_key=str(creds.admin.key),
             started_at=time.time(),
+            webhook_client_ca=str(creds.webhook_client_ca.cert),
         )
 
     def _wait(

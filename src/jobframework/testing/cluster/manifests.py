@@ -74,6 +74,31 @@ class Topology:
     audit: bool = False
 
 
+# ------------------------------------------------------------- admission webhooks
+
+
+def webhook_client_kubeconfig(cert: Path, key: Path) -> JSON:
+    """The kubeconfig the API server reads its webhook client credentials from: one user,
+    ``*`` (every webhook host), presenting ``cert``."""
+    return {"apiVersion": "v1", "kind": "Config",
+            "users": [{"name": "*", "user": {"client-certificate": str(cert),
+                                              "client-key": str(key)}}]}
+
+
+def admission_configuration(webhook_kubeconfig: Path) -> JSON:
+    """The API server's ``--admission-control-config-file``: both webhook admission
+    plugins authenticate with the credentials of ``webhook_kubeconfig``."""
+    def plugin(name: str) -> JSON:
+        return {"name": name, "configuration": {
+            "apiVersion": "apiserver.config.k8s.io/v1",
+            "kind": "WebhookAdmissionConfiguration",
+            "kubeConfigFile": str(webhook_kubeconfig)}}
+
+    return {"apiVersion": "apiserver.config.k8s.io/v1", "kind": "AdmissionConfiguration",
+            "plugins": [plugin("ValidatingAdmissionWebhook"),
+                        plugin("MutatingAdmissionWebhook")]}
+
+
 # --------------------------------------------------------------------------- audit
 
 

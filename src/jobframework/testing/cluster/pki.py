@@ -39,6 +39,11 @@ class Pki:
     webhook: KeyPair
     sa_public: Path
     sa_private: Path
+    #: A CA of its own for the client certificate the API server presents to admission
+    #: webhooks (its AdmissionConfiguration): a webhook server trusting it accepts the API
+    #: server and no other client of the cluster CA.
+    webhook_client_ca: KeyPair
+    webhook_client: KeyPair
 
 
 def _new_key() -> rsa.RSAPrivateKey:
@@ -183,7 +188,23 @@ def generate(directory: Path, service_ip: str) -> Pki:
         sa_public,
         sa_key.public_key().public_bytes(pem, serialization.PublicFormat.SubjectPublicKeyInfo),
     )
-    return Pki(ca, apiserver, admin, webhook, sa_public, sa_private)
+
+    client_ca_key = _new_key()
+    client_ca_name = _name("kueue-jobframework-local-webhook-client-ca")
+    client_ca_cert = _issue(client_ca_name, client_ca_key, client_ca_name, client_ca_key,
+                            is_ca=True)
+    webhook_client_ca = KeyPair(directory / "webhook-client-ca.crt",
+                                directory / "webhook-client-ca.key")
+    _write(webhook_client_ca.cert, client_ca_cert.public_bytes(pem))
+    _write(webhook_client_ca.key, _key_pem(client_ca_key), private=True)
+    client_key = _new_key()
+    client_cert = _issue(_name("kube-apiserver-webhook-client"), client_key, client_ca_name,
+                         client_ca_key, client=True)
+    webhook_client = KeyPair(directory / "webhook-client.crt", directory / "webhook-client.key")
+    _write(webhook_client.cert, client_cert.public_bytes(pem))
+    _write(webhook_client.key, _key_pem(client_key), private=True)
+    return Pki(ca, apiserver, admin, webhook, sa_public, sa_private, webhook_client_ca,
+               webhook_client)
 
 
 #: Kueue v0.19's cmd/kueue/main.go reads the metrics server's certificate from this
