@@ -96,6 +96,7 @@ from .interface import (
     JobWithPriorityClass,
     JobWithReclaimablePods,
     JobWithSkip,
+    StopError,
     StopReason,
     TopLevelJob,
 )
@@ -300,6 +301,7 @@ __all__ = [
     "SetupIndexes",
     "SetupWebhook",
     "StaticQueueLookup",
+    "StopError",
     "StopReason",
     "TopLevelJob",
     "UnretryableError",

@@ -92,7 +92,8 @@ class ComposableJob(Protocol, metaclass=CapabilityMeta):
         event_msg: str,
     ) -> list[Object]:
         """Stop the members (custom stop procedure); return the members stopped by this
-        call, each of which gets a ``Stopped`` event."""
+        call, each of which gets a ``Stopped`` event. A failure after some were stopped
+        raises :class:`~jobframework.interface.StopError` listing them in ``stopped``."""
 
     def for_each(self, f: Callable[[Object], None]) -> None:
         """Call ``f`` on every member."""

@@ -158,8 +158,34 @@ class JobWithCustomStop(Protocol, metaclass=CapabilityMeta):
     ) -> bool:
         """Stop the job, writing it yourself; idempotent, no API call if already stopped.
 
-        Returns whether this call stopped it.
+        Returns whether this call stopped it. A write that fails after this call stopped
+        the job raises :class:`StopError` with ``stopped_now=True`` (Go's ``Stop``
+        returning ``true`` with its error), so that the ``Stopped`` event is still
+        recorded; any other failure raises the error itself.
         """
+
+
+class StopError(Exception):
+    """A stop that failed after stopping the job: Go's ``Stop`` returning what it stopped
+    together with an error, which a Python method cannot return.
+
+    Raised by :meth:`JobWithCustomStop.stop` (``stopped_now``) and by
+    :meth:`~jobframework.composable.ComposableJob.stop` (``stopped``, the members this
+    call stopped). The reconciler records ``Stopped`` for what was stopped, then raises
+    :attr:`error` itself, so its class (``except Conflict``, ``except NotFound``) is
+    what the caller sees.
+    """
+
+    def __init__(
+        self, error: Exception, *, stopped_now: bool = False, stopped: Sequence[Object] = ()
+    ) -> None:
+        super().__init__(str(error))
+        #: The failure to report once the events are recorded.
+        self.error = error
+        #: Whether this call stopped the job (a :class:`JobWithCustomStop`).
+        self.stopped_now = stopped_now
+        #: The members this call stopped (a ``ComposableJob``).
+        self.stopped = list(stopped)
 
 
 @runtime_checkable
@@ -239,8 +265,15 @@ class JobWithManagedBy(Protocol, metaclass=CapabilityMeta):
 class JobWithCustomAnnotations(Protocol, metaclass=CapabilityMeta):
     """Implement when annotations derived from other objects must be kept on the job."""
 
-    async def get_custom_annotations(self, client: Client) -> dict[str, str]:
-        """Annotations to merge into the job."""
+    async def get_custom_annotations(
+        self, client: Client, pod_sets: Sequence[PodSet]
+    ) -> dict[str, str]:
+        """Annotations to merge into the job, given its current ``pod_sets`` (as the
+        reconciler just computed them, sanitized; read them, do not change them).
+
+        Called for elastic jobs before their workload slice is matched; raising fails the
+        reconcile (``failed to get custom annotations based on pod sets from job <name>``).
+        """
 
 
 @runtime_checkable

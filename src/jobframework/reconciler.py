@@ -70,6 +70,7 @@ from .interface import (
     JobWithPriorityClass,
     JobWithReclaimablePods,
     JobWithSkip,
+    StopError,
     StopReason,
     TopLevelJob,
 )
@@ -722,9 +723,17 @@ class JobReconciler:
             return None
         if isinstance(job, ComposableJob):
             await job.ensure_workload_owned_by_all_members(self.client, self.recorder, wl)
-            equivalent = await job.equivalent_to_workload(self.client, wl)
         else:
             wl = await ensure_prebuilt_workload_ownership(self.client, wl, obj)
+        # A scale-up's replacement slice describes the job as it is about to become, not
+        # as it is: finishing it OutOfSync would drop the remote objects of a job that
+        # has not been synced yet (MultiKueue workers), so it is taken as it is.
+        if workloadslicing.enabled(obj, features=self.features) and workloadslicing.scaled_up(wl):
+            log.debug("workload slice %s: skipping the prebuilt in-sync check", wlpkg.key(wl))
+            return wl
+        if isinstance(job, ComposableJob):
+            equivalent = await job.equivalent_to_workload(self.client, wl)
+        else:
             equivalent = await equivalent_to_workload(self.client, job, wl,
                                                       features=self.features)
         if not equivalent:
@@ -800,10 +809,18 @@ class JobReconciler:
         except Exception as err:
             raise _wrap("failed to retrieve pod sets from job", err) from err
         if isinstance(job, JobWithCustomAnnotations):
-            extra = await job.get_custom_annotations(self.client)
+            try:
+                extra = await job.get_custom_annotations(self.client, pod_sets)
+            except Exception as err:
+                raise _wrap("failed to get custom annotations based on pod sets from job "
+                            f"{name_of(obj)}", err) from err
             if any(annotations_of(obj).get(k) != v for k, v in extra.items()):
-                await patch_object(self.client, obj, lambda: obj.setdefault(
-                    "metadata", {}).setdefault("annotations", {}).update(extra))
+                try:
+                    await patch_object(self.client, obj, lambda: obj.setdefault(
+                        "metadata", {}).setdefault("annotations", {}).update(extra))
+                except Exception as err:
+                    raise _wrap(f"failed to update custom annotations on job {name_of(obj)}",
+                                err) from err
         wl, compatible = await workloadslicing.ensure_workload_slices(
             self.client, self.clock, pod_sets, obj, job.gvk(), features=self.features)
         if compatible:
@@ -952,15 +969,29 @@ class JobReconciler:
         obj = job.object()
         infos = pod_sets_info_from_workload_spec(wl.spec.pod_sets) if wl is not None else None
         # Checked first: a ComposableJob's ``stop`` would also pass for JobWithCustomStop.
+        # A custom stop that failed after stopping something raises StopError: what it
+        # stopped still gets its event (Go records stoppedNow, then returns the error).
+        failure: Exception | None = None
         if isinstance(job, ComposableJob):
-            stopped = await job.stop(self.client, infos or [], evicted_stop_reason(reason, wl),
-                                     message)
+            try:
+                stopped = await job.stop(self.client, infos or [],
+                                         evicted_stop_reason(reason, wl), message)
+            except StopError as err:
+                stopped, failure = err.stopped, err.error
             for member in stopped:
                 self._event(member, NORMAL, c.REASON_STOPPED, c.truncate_event_message(message))
+            if failure is not None:
+                raise failure
             return
         if isinstance(job, JobWithCustomStop):
-            if await job.stop(self.client, infos or [], reason, message):
+            try:
+                stopped_now = await job.stop(self.client, infos or [], reason, message)
+            except StopError as err:
+                stopped_now, failure = err.stopped_now, err.error
+            if stopped_now:
                 self._event(obj, NORMAL, c.REASON_STOPPED, c.truncate_event_message(message))
+            if failure is not None:
+                raise failure
             return
         if job.is_suspended():
             return

@@ -9,8 +9,9 @@ chain carries the name of the first (``kueue.x-k8s.io/workload-slice-name``).
 
 The generic reconciler (:mod:`jobframework.reconciler`) calls in here: :func:`enabled`
 decides whether a job is elastic, :func:`ensure_workload_slices` picks (and updates) the
-job's slice, :func:`prepare_workload_slice` annotates a new one and
-:func:`new_workload_slice_name` names it. The functions take what they use (client,
+job's slice, :func:`prepare_workload_slice` annotates a new one,
+:func:`new_workload_slice_name` names it and :func:`scaled_up` exempts a prebuilt
+replacement slice from the in-sync check. The functions take what they use (client,
 clock, feature gates), not the reconciler.
 """
 

@@ -3,12 +3,14 @@
 
 - :class:`BatchJob` — the job adapter;
 - :class:`BatchJobWebhook` — defaulting and validation;
+- :class:`BatchJobMultiKueueAdapter` — the MultiKueue adapter (manager side);
 - :data:`CALLBACKS` / :func:`register` — the integration record;
 - :func:`setup` and the rest of a reference integration's surface, so our manager can run
   it as an external framework (``python -m integrations run --integrations batchjob``).
 """
 
 from .job import FRAMEWORK_NAME, JOB_GVK, BatchJob, parse_indexes, terminal_indexes_count
+from .multikueue import BatchJobMultiKueueAdapter
 from .rbac import RBAC
 from .setup import (
     CALLBACKS,
@@ -32,6 +34,7 @@ __all__ = [
     "JOB_GVK",
     "RBAC",
     "BatchJob",
+    "BatchJobMultiKueueAdapter",
     "BatchJobSetup",
     "BatchJobWebhook",
     "load_crds",

@@ -20,7 +20,7 @@ from typing import Any
 from jobframework import constants as c
 from jobframework.api import PodSet, ReclaimablePod
 from jobframework.constants import DEFAULT_FEATURES, FeatureGate, FeatureGates
-from jobframework.interface import FinishedResult, GenericJob, StopReason
+from jobframework.interface import FinishedResult, GenericJob, StopError, StopReason
 from jobframework.managedby import SpecManagedBy
 from jobframework.podset import (
     PodSetInfo,
@@ -32,6 +32,7 @@ from jobframework.podset import (
     restore_pod_spec,
 )
 from jobframework.reconciler import patch_object
+from jobframework.runtime import errors
 from jobframework.runtime.client import Client
 from jobframework.runtime.objects import GVK, Object, annotations_of, json_copy
 
@@ -265,7 +266,14 @@ class BatchJob(SpecManagedBy, GenericJob):
         event_msg: str,
     ) -> bool:
         """Suspend (marked ``stopping``), reset ``startTime``, restore; returns whether
-        this call suspended the job."""
+        this call suspended the job.
+
+        A failed write raises the client's error, of its own class, with Go's context in
+        front (``suspend: ``, ``reset status: ``, ``restore info: ``); a failed reset
+        after this call suspended the job raises it inside a :class:`StopError` with
+        ``stopped_now``, so the ``Stopped`` event is still recorded (Go's ``Stop`` returns
+        ``true`` with that error, and ``false`` with the restore's).
+        """
         del stop_reason, event_msg
         obj = self._obj
         stopped_now = False
@@ -276,16 +284,19 @@ class BatchJob(SpecManagedBy, GenericJob):
                     c.STOPPING_ANNOTATION] = "true"
             try:
                 await patch_object(client, obj, suspend)
-            except Exception as err:
-                raise RuntimeError(f"suspend: {err}") from err
+            except errors.ApiError as err:
+                raise errors.wrap("suspend", err) from err
             stopped_now = True
         if self.status.get("startTime") is not None:
             def reset() -> None:
                 obj["status"].pop("startTime", None)
             try:
                 await patch_object(client, obj, reset, subresource="status")
-            except Exception as err:
-                raise RuntimeError(f"reset status: {err}") from err
+            except errors.ApiError as err:
+                wrapped = errors.wrap("reset status", err)
+                if stopped_now:
+                    raise StopError(wrapped, stopped_now=True) from err
+                raise wrapped from err
 
         def restore() -> None:
             self.restore_pod_sets_info(pod_sets_info)
@@ -296,8 +307,8 @@ class BatchJob(SpecManagedBy, GenericJob):
                     del obj["metadata"]["annotations"]
         try:
             await patch_object(client, obj, restore)
-        except Exception as err:
-            raise RuntimeError(f"restore info: {err}") from err
+        except errors.ApiError as err:
+            raise errors.wrap("restore info", err) from err
         return stopped_now
 
 

@@ -2,7 +2,8 @@
 
 :data:`CALLBACKS` holds what Kueue's ``init()`` registers: the job adapter, the generic
 reconciler factory (plus a watch that re-reconciles child Jobs when their parent's
-Workload changes), the webhook setup and the indexes. Call :func:`register` to add it to
+Workload changes), the webhook setup, the indexes and the MultiKueue adapter
+(:class:`~.multikueue.BatchJobMultiKueueAdapter`). Call :func:`register` to add it to
 an :class:`~jobframework.integrations.IntegrationManager` (the process-wide one by
 default).
 
@@ -53,6 +54,7 @@ from jobframework.webhook.server import WebhookServer
 from jobframework.workload import WORKLOAD_GVK
 
 from .job import FRAMEWORK_NAME, JOB_GVK, BatchJob
+from .multikueue import BatchJobMultiKueueAdapter
 from .webhook import BatchJobWebhook
 
 
@@ -128,6 +130,7 @@ CALLBACKS = IntegrationCallbacks(
     setup_webhook=setup_webhook,
     job_type=JOB_GVK,
     setup_indexes=setup_indexes,
+    multikueue_adapter=BatchJobMultiKueueAdapter(),
 )
 
 

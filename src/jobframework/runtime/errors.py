@@ -2,12 +2,16 @@
 
 Every client (real or in-memory) raises these, carrying the server's ``Status``
 body, so callers write ``except NotFound`` the way Go code writes
-``apierrors.IsNotFound(err)``.
+``apierrors.IsNotFound(err)``. Where Go adds context with ``fmt.Errorf("...: %w", err)``,
+:func:`wrap` does the same without losing the class.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+import copy
+from typing import Any, ClassVar, TypeVar
+
+_E = TypeVar("_E", bound="ApiError")
 
 
 class ApiError(Exception):
@@ -228,3 +232,18 @@ def is_conflict(err: BaseException) -> bool:
 def is_already_exists(err: BaseException) -> bool:
     """True for :class:`AlreadyExists`."""
     return isinstance(err, AlreadyExists)
+
+
+def wrap(message: str, err: _E) -> _E:
+    """``err`` with ``message`` in front (``fmt.Errorf("<message>: %w", err)``), of the
+    same class, so ``except NotFound`` and :func:`is_not_found` still see it as Go's
+    ``apierrors.IsNotFound`` sees through ``%w``.
+
+    The copy keeps ``code``, ``reason``, ``details`` and the server's ``status`` body;
+    only ``message`` (and ``str()``) change, and its ``__cause__`` is ``err``.
+    """
+    wrapped = copy.copy(err)
+    wrapped.message = f"{message}: {err.message}"
+    wrapped.args = (wrapped.message,)
+    wrapped.__cause__ = err
+    return wrapped
