@@ -6,7 +6,9 @@ Kueue's generic reconciler) against a cluster whose Kueue lists them in
 
 It follows the Kueue Configuration given by ``--kueue-config PATH`` (the file Kueue's
 ``--config`` reads) or ``--kueue-config-from-cluster`` (Kueue's ConfigMap); with neither,
-the configuration Kueue v0.19.2 runs with when given none (all defaults).
+the configuration Kueue v0.19.2 runs with when given none (all defaults). The AppWrapper
+integration follows ``--appwrapper-config PATH``: the document of the AppWrapper
+operator's ``appwrapper-operator-config`` ConfigMap (upstream's defaults without it).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from integrations._logging import configure_logging
 from integrations.catalog import DEFAULT_INTEGRATIONS, parse_integrations
@@ -48,6 +51,9 @@ from jobframework.runtime import runner
 from jobframework.runtime.client.rest import RestClient
 from jobframework.runtime.leaderelection import LeaderElectionConfig
 from jobframework.webhook.server import DEFAULT_CERT_DIR
+
+if TYPE_CHECKING:
+    from integrations.appwrapper.config import AppWrapperConfig
 
 #: The ServiceAccount of Kueue's controller manager (in its namespace).
 KUEUE_SERVICE_ACCOUNT = "kueue-controller-manager"
@@ -97,6 +103,11 @@ def parser() -> argparse.ArgumentParser:
                    help="the Kueue release we run beside: its feature-gate defaults and "
                         "behaviour apply where the Configuration says nothing (default: "
                         f"{DEFAULT_KUEUE_VERSION.value})")
+    r.add_argument("--appwrapper-config", type=Path, metavar="PATH", default=None,
+                   help="the AppWrapper operator's configuration: the YAML document of its "
+                        "appwrapper-operator-config ConfigMap (key config.yaml, e.g. that "
+                        "ConfigMap mounted as a volume); its appwrapper section applies "
+                        "(default: upstream v1.2.2's defaults)")
     r.add_argument("--webhook-host", default=None,
                    help="address the webhook server listens on (the API server must reach "
                         "it; default: 127.0.0.1, or 0.0.0.0 with --in-cluster)")
@@ -173,7 +184,8 @@ def parser() -> argparse.ArgumentParser:
     return parser
 
 
-async def _run(args: argparse.Namespace, stop: asyncio.Event) -> None:
+async def _run(args: argparse.Namespace, stop: asyncio.Event, *,
+               appwrapper_config: AppWrapperConfig | None = None) -> None:
     # A bad file fails before we connect anywhere.
     kueue_config = (load_configuration(args.kueue_config, namespace=args.kueue_namespace)
                     if args.kueue_config is not None else None)
@@ -183,12 +195,33 @@ async def _run(args: argparse.Namespace, stop: asyncio.Event) -> None:
         if args.kueue_config_from_cluster:
             kueue_config = await load_configuration_from_configmap(
                 client, args.kueue_namespace, args.kueue_configmap)
-        await run(client, manager_options(args, kueue_config), stop)
+        await run(client, manager_options(args, kueue_config,
+                                          appwrapper_config=appwrapper_config), stop)
+
+
+def appwrapper_config(args: argparse.Namespace) -> AppWrapperConfig | None:
+    """The AppWrapper operator configuration of ``--appwrapper-config`` (None without it).
+
+    Raises :class:`~integrations.appwrapper.config.ConfigError` naming the file and each
+    bad field. The AppWrapper integration is imported only when the flag is given.
+    """
+    if args.appwrapper_config is None:
+        return None
+    from integrations.appwrapper.config import load_operator_config
+
+    config = load_operator_config(args.appwrapper_config)
+    # As upstream's operator logs the configuration it starts with.
+    logging.getLogger("integrations").info(
+        "AppWrapper operator configuration from %s: %s", args.appwrapper_config,
+        config.to_dict())
+    return config
 
 
 def manager_options(args: argparse.Namespace,
-                    kueue_config: Configuration | None = None) -> ManagerOptions:
-    """The :class:`ManagerOptions` the ``run`` arguments ask for."""
+                    kueue_config: Configuration | None = None, *,
+                    appwrapper_config: AppWrapperConfig | None = None) -> ManagerOptions:
+    """The :class:`ManagerOptions` the ``run`` arguments ask for (the configuration files
+    loaded by the caller: ``kueue_config``, ``appwrapper_config``)."""
     namespace = args.namespace or os.environ.get("POD_NAMESPACE") or DEFAULT_MANAGER_NAMESPACE
     chosen = args.cert_management or ("internal" if args.in_cluster else "self-signed")
     cert_management: CertManagement = (
@@ -223,7 +256,8 @@ def manager_options(args: argparse.Namespace,
         cert_extra_dns_names=tuple(args.cert_dns_name),
         webhook_configuration_name=args.webhook_configuration_name,
         privileged_users=privileged_users(args, namespace),
-        privileged_groups=tuple(args.privileged_group))
+        privileged_groups=tuple(args.privileged_group),
+        appwrapper_config=appwrapper_config)
 
 
 def privileged_users(args: argparse.Namespace, namespace: str) -> tuple[str, ...]:
@@ -243,10 +277,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     configure_logging(args.log_level, args.log_format)
     try:
+        aw_config = appwrapper_config(args)
+    except ValueError as err:  # the file's ConfigError: which file, which fields
+        logging.getLogger("integrations").error("%s", err)
+        return 2
+    try:
         # The public runner (jobframework.runtime.run): the event loop, the collector
         # tuned for a long-lived process, and SIGTERM/SIGINT to stop.
-        runner.run(functools.partial(_run, args), event_loop=args.event_loop,
-                   gc_tuning=args.command == "run")
+        runner.run(functools.partial(_run, args, appwrapper_config=aw_config),
+                   event_loop=args.event_loop, gc_tuning=args.command == "run")
     except runner.EventLoopNotInstalledError as err:
         raise SystemExit(f"--event-loop {args.event_loop}: {err}") from None
     except KeyboardInterrupt:

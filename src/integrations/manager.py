@@ -25,7 +25,9 @@ its feature gates, ``waitForPodsReady``, ``manageJobsWithoutQueueName``,
 ``managedJobsNamespaceSelector``, ``labelKeysToCopy`` and ``objectRetentionPolicies``
 reach the generic reconciler and the webhooks, and its ``integrations.externalFrameworks``
 picks the integrations to run. Without one (:attr:`ManagerOptions.kueue_config`
-None) it uses the configuration Kueue v0.19.2 runs with when given none.
+None) it uses the configuration Kueue v0.19.2 runs with when given none. The AppWrapper
+integration also follows the AppWrapper operator's own configuration
+(:attr:`ManagerOptions.appwrapper_config`, upstream's defaults when None).
 
 It needs an admin-like identity (it writes CRDs and webhook configurations). Run it::
 
@@ -49,7 +51,7 @@ import time
 from collections.abc import Awaitable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import attrs
 
@@ -98,6 +100,9 @@ from jobframework.webhook.certrotator import (
     DEFAULT_LOOKAHEAD,
 )
 
+if TYPE_CHECKING:
+    from integrations.appwrapper.config import AppWrapperConfig
+
 log = logging.getLogger("integrations.manager")
 
 CRD_GVK: Final = GVK("apiextensions.k8s.io", "v1", "CustomResourceDefinition")
@@ -114,6 +119,10 @@ DEFAULT_CERT_SECRET: Final = "kueue-jobframework-webhook-server-cert"
 DEFAULT_LEADER_ELECTION_ID: Final = "kueue-jobframework.api.practice.com"
 CertManagement = Literal["self-signed", "files", "internal"]
 QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
+#: The framework name of the AppWrapper integration, which takes
+#: :attr:`ManagerOptions.appwrapper_config` (named here so that the manager imports the
+#: integration only through its plugin).
+APPWRAPPER_FRAMEWORK: Final = "AppWrapper.v1beta2.workload.codeflare.dev"
 
 
 @attrs.frozen(kw_only=True)
@@ -199,6 +208,10 @@ class ManagerOptions:
     #: Ask the API server who this manager is (a SelfSubjectReview) and allow that
     #: username too: its own writes of the admission must pass its own webhooks.
     privileged_self: bool = True
+    #: The AppWrapper operator's configuration (upstream's ``appwrapper-operator-config``,
+    #: read by :func:`integrations.appwrapper.config.load_operator_config`), given to the
+    #: AppWrapper integration's ``setup``. None: upstream's defaults.
+    appwrapper_config: AppWrapperConfig | None = None
 
 
 def select_integrations(config: Configuration, requested: Sequence[str] | None = None
@@ -317,6 +330,11 @@ class ExternalFrameworkManager:
         #: The integrations run, and what each one's ``setup`` registered.
         self.integrations: list[Integration] = load_integrations(
             select_integrations(self.kueue_config, self.options.integrations))
+        if (self.options.appwrapper_config is not None
+                and not any(i.framework_name == APPWRAPPER_FRAMEWORK
+                            for i in self.integrations)):
+            log.warning("an AppWrapper operator configuration was given, but the AppWrapper "
+                        "integration is not run: it is not used")
         if self.options.kueue_config is not None:
             listed = set(self.kueue_config.external_frameworks())
             for integration in self.integrations:
@@ -401,8 +419,12 @@ class ExternalFrameworkManager:
                 log.warning("Kueue's queue kinds are not served (%s): jobs get no default "
                             "LocalQueue and are not handed to MultiKueue", err)
         for integration in self.integrations:
+            extra: dict[str, Any] = {}
+            if (integration.framework_name == APPWRAPPER_FRAMEWORK
+                    and opts.appwrapper_config is not None):
+                extra["config"] = opts.appwrapper_config
             self.wiring[integration.name] = await integration.setup(
-                mgr, webhook_server=server, kueue=kueue)
+                mgr, webhook_server=server, kueue=kueue, **extra)
         if opts.cert_management == "internal":
             rotator = CertRotator(
                 self.client, secret_namespace=opts.namespace, secret_name=opts.cert_secret_name,

@@ -104,7 +104,9 @@ UNUSED_ON_A_CLUSTER: dict[tuple[str, str, str], str] = {
     **{(group, plural, verb):
        "an AppWrapper component kind this cluster does not serve (no CRD)"
        for group, plural in (("jobset.x-k8s.io", "jobsets"), ("kubeflow.org", "pytorchjobs"),
-                             ("ray.io", "rayclusters"), ("ray.io", "rayjobs"))
+                             ("ray.io", "rayclusters"), ("ray.io", "rayjobs"),
+                             ("scheduling.x-k8s.io", "podgroups"),
+                             ("scheduling.sigs.k8s.io", "podgroups"))
        for verb in ("create", "delete", "get")},
     # Set back when scaled beyond the admitted size (JobSets are failed instead).
     **{(group, plural, "update"):
@@ -314,6 +316,11 @@ async def test_manager_runs_on_its_generated_rbac_alone(
     info, audit_log = audited_cluster
     webhook_port, probe_port = free_port(), free_port()
     args, rules = await install(admin, webhook_port)
+    # The Deployment reads the AppWrapper operator's ConfigMap where it mounts it; here
+    # that file is written where this process can read it, and the flag points at it.
+    (config_map,) = render(INTEGRATIONS)["appwrapper-config.yaml"]
+    aw_config = tmp_path / "appwrapper-config.yaml"
+    aw_config.write_text(config_map["data"]["config.yaml"])
     kubeconfig = await token_kubeconfig(admin, info, tmp_path / "sa.kubeconfig")
     log_path = tmp_path / "manager.log"
     with log_path.open("wb") as log:
@@ -321,7 +328,7 @@ async def test_manager_runs_on_its_generated_rbac_alone(
             sys.executable, "-m", "integrations", *args,
             "--integrations", ",".join(INTEGRATIONS), "--kubeconfig", str(kubeconfig),
             "--webhook-port", str(webhook_port), "--cert-dns-name", "localhost",
-            "--cert-dir", str(tmp_path / "certs"),
+            "--cert-dir", str(tmp_path / "certs"), "--appwrapper-config", str(aw_config),
             "--health-probe-bind-address", f"127.0.0.1:{probe_port}",
             "--metrics-bind-address", f"127.0.0.1:{probe_port}",
             stdout=log, stderr=asyncio.subprocess.STDOUT)

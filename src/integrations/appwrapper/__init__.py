@@ -1,6 +1,6 @@
 """AppWrapper (``workload.codeflare.dev/v1beta2``): wrapped Kubernetes objects queued by Kueue.
 
-A re-implementation of project-codeflare/appwrapper (v1.2.x) and of Kueue's AppWrapper
+A re-implementation of project-codeflare/appwrapper (v1.2.2) and of Kueue's AppWrapper
 integration on this project's runtime and jobframework: the API and CRD
 (:func:`load_crds`), PodSet inference and injection (:mod:`.podsets`), the Kueue adapter
 (:class:`AppWrapperJob`), the webhooks (:class:`AppWrapperWebhook`,
@@ -27,7 +27,7 @@ from .api import (
     load_crds,
     load_samples,
 )
-from .job import AppWrapperJob, AppWrapperMultiKueueAdapter
+from .job import AppWrapperJob
 from .rbac import RBAC
 from .setup import (
     CALLBACKS,
@@ -60,7 +60,6 @@ __all__ = [
     "AppWrapperCondition",
     "AppWrapperJob",
     "AppWrapperKueueWebhook",
-    "AppWrapperMultiKueueAdapter",
     "AppWrapperPhase",
     "AppWrapperSetup",
     "AppWrapperWebhook",

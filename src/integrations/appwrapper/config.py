@@ -5,7 +5,13 @@
 defaults and caps, and the scheduler / default queue names the controller and webhook
 inject. :meth:`AppWrapperConfig.validate` applies upstream's ``ValidateAppWrapperConfig``
 and :meth:`AppWrapperConfig.from_dict` reads the ConfigMap form (durations there are Go
-``time.Duration`` JSON: integer nanoseconds).
+``time.Duration`` JSON: integer nanoseconds) through pydantic models of upstream's structs.
+
+:func:`load_operator_config` reads the whole document of upstream's
+``appwrapper-operator-config`` ConfigMap from a file (the manager's
+``--appwrapper-config``, the ConfigMap mounted by ``deploy render``), warns about the
+sections that configure upstream's own process and validates the result;
+:func:`operator_config_map` is that ConfigMap with upstream's defaults.
 
 The annotation readers (:func:`admission_grace_duration` ... :func:`retryable_exit_codes`)
 turn an AppWrapper's ``workload.codeflare.dev.appwrapper/*`` annotations into the values
@@ -23,10 +29,21 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import os
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from pathlib import Path
+from typing import Annotated, Any, ClassVar, Final, Literal
 
 import attrs
+import yaml
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
 
 from jobframework.runtime.gofmt import go_quote
 from jobframework.runtime.objects import annotations_of
@@ -47,6 +64,9 @@ from .api import (
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "IGNORED_SECTIONS",
+    "OPERATOR_CONFIGMAP_KEY",
+    "OPERATOR_CONFIGMAP_NAME",
     "AppWrapperConfig",
     "AutopilotConfig",
     "ConfigError",
@@ -60,7 +80,11 @@ __all__ = [
     "forceful_deletion_grace_duration",
     "format_go_duration",
     "limit_duration",
+    "load_operator_config",
+    "operator_config_document",
+    "operator_config_map",
     "parse_go_duration",
+    "parse_operator_config",
     "retry_limit",
     "retry_pause_duration",
     "retryable_exit_codes",
@@ -298,7 +322,20 @@ def to_int32(value: int) -> int:
 
 
 class ConfigError(ValueError):
-    """An :class:`AppWrapperConfig` upstream's ``ValidateAppWrapperConfig`` rejects."""
+    """An AppWrapper operator configuration that cannot be used: one upstream's
+    ``ValidateAppWrapperConfig`` rejects (its message), or a document with bad fields
+    (:attr:`errors` name each field's path)."""
+
+    def __init__(self, message: str, errors: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        #: One line per problem (``faultTolerance.retryLimit: expected an integer, ...``).
+        self.errors: list[str] = list(errors) or [message]
+
+    @classmethod
+    def of(cls, errors: Sequence[str], prefix: str = "") -> ConfigError:
+        """The errors joined into one message, after ``prefix`` when given."""
+        text = "; ".join(errors)
+        return cls(f"{prefix}: {text}" if prefix else text, errors)
 
 
 @attrs.frozen
@@ -414,88 +451,362 @@ class AppWrapperConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> AppWrapperConfig:
-        """Read the ConfigMap's ``appwrapper`` section over the defaults.
+        """Read the ConfigMap's ``appwrapper`` section over the defaults, as Go's
+        ``encoding/json`` decodes it into ``NewAppWrapperConfig()``.
 
-        As upstream (the document is unmarshalled into ``NewAppWrapperConfig()``), keys
-        that are present replace the defaults and absent ones keep them; durations are
-        integer nanoseconds (Go's ``time.Duration`` JSON). Raises ``ValueError`` on
-        wrongly typed values.
+        Present keys replace the defaults and absent ones keep them; keys match
+        case-insensitively; ``null`` leaves a scalar as it was and empties a pointer, map
+        or list (``autopilot: null`` turns Autopilot off); ``resourceTaints`` is merged
+        into the default map resource by resource. Durations are integer nanoseconds (Go's
+        ``time.Duration`` JSON). Raises :class:`ConfigError` naming each bad field's path
+        (relative to the section): a wrong type, a value out of range, an unknown key.
+        Does not apply :meth:`validate`.
         """
-        base = cls()
-        changes: dict[str, Any] = {}
-        if "autopilot" in data:
-            changes["autopilot"] = _autopilot_from(data["autopilot"], base.autopilot)
-        if "userRBACAdmissionCheck" in data:
-            changes["user_rbac_admission_check"] = _bool(data["userRBACAdmissionCheck"],
-                                                         "userRBACAdmissionCheck")
-        if "faultTolerance" in data:
-            changes["fault_tolerance"] = _fault_tolerance_from(data["faultTolerance"],
-                                                               base.fault_tolerance)
-        for key, name in (("schedulerName", "scheduler_name"),
-                          ("defaultQueueName", "default_queue_name")):
-            if key in data:
-                value = data[key]
-                if not isinstance(value, str):
-                    raise ValueError(f"{key}: expected a string, got {value!r}")
-                changes[name] = value
-        return attrs.evolve(base, **changes)
+        try:
+            doc = _AppWrapperDoc.model_validate(data)
+        except ValidationError as err:
+            raise ConfigError.of(_decode_errors(err)) from None
+        return _config_from(doc)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``appwrapper`` section that :meth:`from_dict` reads back to this config
+        (durations as integer nanoseconds, upstream's JSON names).
+
+        Go's decoder merges ``resourceTaints`` into the defaults, so a default resource this
+        config lacks is written with an empty taint list (no taints: the same behaviour),
+        and an empty map as ``null``.
+        """
+        out: dict[str, Any] = {}
+        ap = self.autopilot
+        if ap is None:
+            out["autopilot"] = None
+        else:
+            taints: dict[str, Any] | None = {
+                resource: [_taint_dict(t) for t in items]
+                for resource, items in ap.resource_taints.items()}
+            if not ap.resource_taints:
+                taints = None
+            else:
+                assert taints is not None
+                for resource in _default_resource_taints():
+                    taints.setdefault(resource, [])
+            out["autopilot"] = {
+                "injectAntiAffinities": ap.inject_anti_affinities,
+                "monitorNodes": ap.monitor_nodes,
+                "resourceTaints": taints,
+                "preferNoScheduleWeight": ap.prefer_no_schedule_weight,
+            }
+        out["userRBACAdmissionCheck"] = self.user_rbac_admission_check
+        ft = self.fault_tolerance
+        out["faultTolerance"] = {
+            key: (ft.retry_limit if name == "retry_limit"
+                  else to_nanoseconds(getattr(ft, name)))
+            for key, name in _FT_KEYS.items()}
+        # Empty strings are left out, as Go's ``omitempty`` writes them.
+        if self.scheduler_name:
+            out["schedulerName"] = self.scheduler_name
+        if self.default_queue_name:
+            out["defaultQueueName"] = self.default_queue_name
+        return out
 
 
-def _bool(value: Any, key: str) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError(f"{key}: expected a boolean, got {value!r}")
+def _taint_dict(taint: Taint) -> dict[str, str]:
+    out = {"key": taint.key}
+    if taint.value:
+        out["value"] = taint.value
+    out["effect"] = taint.effect
+    return out
+
+
+# --- the ConfigMap document (pydantic) ---------------------------------------------------------
+
+_INT32_MIN: Final = -(1 << 31)
+_INT32_MAX: Final = (1 << 31) - 1
+
+
+def _nanoseconds(value: Any) -> Any:
+    """A Go ``time.Duration`` is JSON integer nanoseconds: a duration string such as
+    ``"90s"`` is refused, with the number it stands for."""
+    if isinstance(value, str):
+        try:
+            hint = f" ({value} is {parse_go_duration(value)})"
+        except GoDurationError:
+            hint = ""
+        raise ValueError("expected integer nanoseconds (Go's time.Duration), got "
+                         f"{value!r}{hint}")
     return value
 
 
-def _int(value: Any, key: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{key}: expected an integer, got {value!r}")
+#: A ``time.Duration`` field: int64 nanoseconds.
+_Duration = Annotated[int, BeforeValidator(_nanoseconds),
+                      Field(ge=_MIN_INT64, le=_MAX_INT64)]
+
+
+class _GoStruct(BaseModel):
+    """A Go struct as ``encoding/json`` fills it, stricter on what Go would let through.
+
+    As Go: keys match the JSON names case-insensitively (an exact match first; the last
+    of duplicates wins), and ``null`` leaves a non-pointer field as it was. Unlike Go,
+    an unknown key is refused (a misspelt setting would otherwise do nothing, silently)
+    and numbers and booleans must have their JSON type (Go refuses those too).
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    #: JSON names of the pointer, map and slice fields: ``null`` empties them.
+    nil_fields: ClassVar[frozenset[str]] = frozenset()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _as_go_decodes(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            return data
+        names = [f.alias or n for n, f in cls.model_fields.items()]
+        out: dict[str, Any] = {}
+        for key, value in data.items():
+            name = str(key)
+            if name not in names:
+                name = next((n for n in names if n.casefold() == name.casefold()), name)
+            if value is None and name in names and name not in cls.nil_fields:
+                continue
+            out[name] = value
+        return out
+
+
+class _TaintDoc(_GoStruct):
+    """A ``v1.Taint`` of ``autopilot.resourceTaints``: the node label Autopilot sets."""
+
+    key: str = Field(min_length=1)
+    value: str = ""
+    # Upstream acts on these three only; another effect would do nothing, silently.
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+    #: Part of ``v1.Taint`` (a timestamp, which YAML may decode as a datetime);
+    #: meaningless for a node label, accepted and unused.
+    time_added: Any = Field(None, alias="timeAdded")
+
+
+class _AutopilotDoc(_GoStruct):
+    nil_fields = frozenset({"resourceTaints", "preferNoScheduleWeight"})
+
+    inject_anti_affinities: bool | None = Field(None, alias="injectAntiAffinities")
+    monitor_nodes: bool | None = Field(None, alias="monitorNodes")
+    resource_taints: dict[str, list[_TaintDoc] | None] | None = Field(
+        None, alias="resourceTaints")
+    # The API server refuses a preferred scheduling term's weight outside 1..100.
+    prefer_no_schedule_weight: int | None = Field(None, alias="preferNoScheduleWeight",
+                                                  ge=1, le=100)
+
+
+class _FaultToleranceDoc(_GoStruct):
+    admission_grace_period: _Duration | None = Field(None, alias="admissionGracePeriod")
+    warmup_grace_period: _Duration | None = Field(None, alias="warmupGracePeriod")
+    failure_grace_period: _Duration | None = Field(None, alias="failureGracePeriod")
+    retry_pause_period: _Duration | None = Field(None, alias="resetPause")
+    retry_limit: int | None = Field(None, alias="retryLimit", ge=_INT32_MIN, le=_INT32_MAX)
+    forceful_deletion_grace_period: _Duration | None = Field(None, alias="deletionGracePeriod")
+    grace_period_maximum: _Duration | None = Field(None, alias="gracePeriodCeiling")
+    success_ttl: _Duration | None = Field(None, alias="successTTLCeiling")
+
+
+def _not_null(value: Any) -> Any:
+    if value is None:
+        # Go would store a nil pointer, and upstream's validation dereferences it.
+        raise ValueError("must not be null (leave the key out for the defaults)")
     return value
 
 
-def _autopilot_from(data: Any, base: AutopilotConfig | None) -> AutopilotConfig | None:
-    if data is None:
-        return None
-    if not isinstance(data, Mapping):
-        raise ValueError(f"autopilot: expected an object, got {data!r}")
-    # Go unmarshals into the default object: absent keys keep their defaults and the
-    # resourceTaints map is merged key by key (a key's taint list is replaced).
-    out = base or AutopilotConfig()
+class _AppWrapperDoc(_GoStruct):
+    nil_fields = frozenset({"autopilot", "faultTolerance"})
+
+    autopilot: _AutopilotDoc | None = None
+    user_rbac_admission_check: bool | None = Field(None, alias="userRBACAdmissionCheck")
+    fault_tolerance: Annotated[_FaultToleranceDoc | None, BeforeValidator(_not_null)] = \
+        Field(None, alias="faultTolerance")
+    scheduler_name: str | None = Field(None, alias="schedulerName")
+    default_queue_name: str | None = Field(None, alias="defaultQueueName")
+
+
+class _OperatorConfigDoc(_GoStruct):
+    """Upstream's ``OperatorConfig``: the document under the ConfigMap's key."""
+
+    nil_fields = frozenset({"appwrapper", "certManagement", "controllerManager",
+                            "webhooksEnabled"})
+
+    appwrapper: Annotated[_AppWrapperDoc | None, BeforeValidator(_not_null)] = None
+    # Upstream's process settings: our manager's own flags govern these (see
+    # IGNORED_SECTIONS); accepted whatever they hold, and not read.
+    cert_management: Any = Field(None, alias="certManagement")
+    controller_manager: Any = Field(None, alias="controllerManager")
+    webhooks_enabled: Any = Field(None, alias="webhooksEnabled")
+
+
+def _config_from(doc: _AppWrapperDoc) -> AppWrapperConfig:
+    """``doc``'s keys over ``NewAppWrapperConfig()``'s defaults."""
+    base = AppWrapperConfig()
+    given = doc.model_fields_set
     changes: dict[str, Any] = {}
-    if "injectAntiAffinities" in data:
-        changes["inject_anti_affinities"] = _bool(data["injectAntiAffinities"],
-                                                  "autopilot.injectAntiAffinities")
-    if "monitorNodes" in data:
-        changes["monitor_nodes"] = _bool(data["monitorNodes"], "autopilot.monitorNodes")
-    if "resourceTaints" in data:
-        raw = data["resourceTaints"] or {}
-        if not isinstance(raw, Mapping):
-            raise ValueError("autopilot.resourceTaints: expected an object")
-        taints = dict(out.resource_taints)
-        for resource, items in raw.items():
-            taints[str(resource)] = tuple(
-                Taint(str(t.get("key", "")), str(t.get("value", "")), str(t.get("effect", "")))
-                for t in (items or []) if isinstance(t, Mapping))
-        changes["resource_taints"] = taints
-    if "preferNoScheduleWeight" in data:
-        weight = data["preferNoScheduleWeight"]
-        changes["prefer_no_schedule_weight"] = (
-            None if weight is None else _int(weight, "autopilot.preferNoScheduleWeight"))
+    if "autopilot" in given:
+        changes["autopilot"] = (None if doc.autopilot is None
+                                else _autopilot_from(doc.autopilot, base.autopilot))
+    if "fault_tolerance" in given and doc.fault_tolerance is not None:
+        ft = doc.fault_tolerance
+        timers: dict[str, Any] = {
+            name: (getattr(ft, name) if name == "retry_limit"
+                   else from_nanoseconds(getattr(ft, name)))
+            for name in ft.model_fields_set}
+        changes["fault_tolerance"] = attrs.evolve(base.fault_tolerance, **timers)
+    for name in ("user_rbac_admission_check", "scheduler_name", "default_queue_name"):
+        if name in given:
+            changes[name] = getattr(doc, name)
+    return attrs.evolve(base, **changes)
+
+
+def _autopilot_from(doc: _AutopilotDoc, base: AutopilotConfig | None) -> AutopilotConfig:
+    # Go decodes into the default object: absent keys keep their defaults, and the
+    # resourceTaints map is merged resource by resource (a resource's list is replaced).
+    out = base or AutopilotConfig()
+    given = doc.model_fields_set
+    changes: dict[str, Any] = {}
+    for name in ("inject_anti_affinities", "monitor_nodes", "prefer_no_schedule_weight"):
+        if name in given:
+            changes[name] = getattr(doc, name)
+    if "resource_taints" in given:
+        if doc.resource_taints is None:
+            changes["resource_taints"] = {}
+        else:
+            taints = dict(out.resource_taints)
+            for resource, items in doc.resource_taints.items():
+                taints[resource] = tuple(Taint(t.key, t.value, t.effect) for t in items or ())
+            changes["resource_taints"] = taints
     return attrs.evolve(out, **changes)
 
 
-def _fault_tolerance_from(data: Any, base: FaultToleranceConfig) -> FaultToleranceConfig:
-    if data is None:
-        return base
-    if not isinstance(data, Mapping):
-        raise ValueError(f"faultTolerance: expected an object, got {data!r}")
-    changes: dict[str, Any] = {}
-    for key, name in _FT_KEYS.items():
-        if key not in data:
+#: Error types of pydantic → how the message says it.
+_EXPECTED: Final = {
+    "model_type": "expected an object", "dict_type": "expected an object",
+    "model_attributes_type": "expected an object", "list_type": "expected a list",
+    "int_type": "expected an integer", "bool_type": "expected a boolean (true or false)",
+    "string_type": "expected a string",
+}
+
+
+def _loc_path(loc: Sequence[int | str]) -> str:
+    """``appwrapper.autopilot.resourceTaints[nvidia.com/gpu][0].effect``."""
+    out = ""
+    map_key = False
+    for part in loc:
+        if part == "[key]":
             continue
-        value = _int(data[key], f"faultTolerance.{key}")
-        changes[name] = value if name == "retry_limit" else from_nanoseconds(value)
-    return attrs.evolve(base, **changes)
+        if isinstance(part, int) or map_key:
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+        map_key = part == "resourceTaints"
+    return out or "(document)"
+
+
+def _decode_errors(err: ValidationError) -> list[str]:
+    out: list[str] = []
+    for e in err.errors():
+        path = _loc_path(e["loc"])
+        kind = e["type"]
+        if kind == "extra_forbidden":
+            out.append(f"{path}: unknown field (upstream v1.2.2 has none of that name)")
+        elif kind == "missing":
+            out.append(f"{path}: required")
+        elif kind == "value_error":
+            out.append(f"{path}: {(e.get('ctx') or {}).get('error')}")
+        else:
+            what = _EXPECTED.get(kind) or e["msg"][:1].lower() + e["msg"][1:]
+            out.append(f"{path}: {what}, got {e['input']!r}")
+    return out
+
+
+# --- reading the operator's ConfigMap ----------------------------------------------------------
+
+#: Upstream's ConfigMap (``cmd/main.go``'s ``--config`` default, after its kustomize prefix).
+OPERATOR_CONFIGMAP_NAME: Final = "appwrapper-operator-config"
+#: The key upstream writes the document under (it reads the ConfigMap's only key).
+OPERATOR_CONFIGMAP_KEY: Final = "config.yaml"
+#: Upstream's ``OperatorConfig`` sections that configure its own process; our manager's
+#: flags govern the same things, so these are accepted, logged and not read.
+IGNORED_SECTIONS: Final = {
+    "certManagement": "--cert-management, --cert-dir, --webhook-service-name, "
+                      "--cert-secret-name, --webhook-configuration-name",
+    "controllerManager": "--metrics-bind-address, --health-probe-bind-address, "
+                         "--leader-elect",
+    "webhooksEnabled": "the manager always serves its webhooks",
+}
+
+
+def parse_operator_config(document: Mapping[str, Any] | str | bytes | None, *,
+                          source: str = "") -> AppWrapperConfig:
+    """The :class:`AppWrapperConfig` of upstream's operator configuration document (the
+    YAML under the ConfigMap's key, or that document decoded), validated.
+
+    Its ``appwrapper`` section is read over the defaults (:meth:`AppWrapperConfig.from_dict`;
+    an empty document or none is the defaults); upstream's other sections are logged as
+    not read (:data:`IGNORED_SECTIONS`). Then :meth:`AppWrapperConfig.validate`, as
+    upstream's ``main`` does before it starts. Raises :class:`ConfigError` naming the
+    field paths (``appwrapper.faultTolerance.retryLimit: ...``) and ``source``.
+    """
+    where = f" ({source})" if source else ""
+    prefix = f"invalid AppWrapper operator configuration{where}"
+    if isinstance(document, (str, bytes)):
+        try:
+            document = yaml.safe_load(document)
+        except yaml.YAMLError as err:
+            raise ConfigError.of([f"not valid YAML: {err}"], prefix) from None
+    if document is None:
+        document = {}
+    if not isinstance(document, Mapping):
+        raise ConfigError.of([f"(document): expected an object, got {document!r}"], prefix)
+    try:
+        doc = _OperatorConfigDoc.model_validate(document)
+    except ValidationError as err:
+        raise ConfigError.of(_decode_errors(err), prefix) from None
+    given = {_OperatorConfigDoc.model_fields[n].alias for n in doc.model_fields_set}
+    for section, instead in IGNORED_SECTIONS.items():
+        if section in given:
+            log.warning("AppWrapper operator configuration%s: %s is not read (upstream's own "
+                        "process setting; here: %s)", where, section, instead)
+    config = _config_from(doc.appwrapper) if doc.appwrapper is not None else AppWrapperConfig()
+    try:
+        config.validate()
+    except ConfigError as err:
+        raise ConfigError.of([f"appwrapper.faultTolerance: {err}"], prefix) from None
+    return config
+
+
+def load_operator_config(path: str | os.PathLike[str]) -> AppWrapperConfig:
+    """Read upstream's operator configuration from a file: the ConfigMap's
+    ``config.yaml`` as a mounted volume presents it (``--appwrapper-config``).
+
+    See :func:`parse_operator_config`; an unreadable file is a :class:`ConfigError` too.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as err:
+        raise ConfigError.of([f"cannot read the file: {err.strerror or err}"],
+                             f"invalid AppWrapper operator configuration ({path})") from None
+    return parse_operator_config(text, source=str(path))
+
+
+def operator_config_document(config: AppWrapperConfig | None = None) -> dict[str, Any]:
+    """The operator configuration document holding ``config`` (default: upstream's
+    defaults) as its ``appwrapper`` section."""
+    return {"appwrapper": (config or AppWrapperConfig()).to_dict()}
+
+
+def operator_config_map(namespace: str, config: AppWrapperConfig | None = None, *,
+                        name: str = OPERATOR_CONFIGMAP_NAME) -> dict[str, Any]:
+    """The ConfigMap upstream would create when it finds none: ``config`` (default:
+    upstream's defaults) under :data:`OPERATOR_CONFIGMAP_KEY`."""
+    text = yaml.safe_dump(operator_config_document(config), sort_keys=False,
+                          default_flow_style=False)
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": namespace},
+            "data": {OPERATOR_CONFIGMAP_KEY: text}}
 
 
 # --- annotation readers (upstream's reconciler methods) ----------------------------------------

@@ -1,5 +1,5 @@
 """The AppWrapper framework controller: the phase machine of upstream's
-``internal/controller/appwrapper`` (project-codeflare/appwrapper v1.2).
+``internal/controller/appwrapper`` (project-codeflare/appwrapper v1.2.2).
 
 :class:`AppWrapperReconciler` drives one AppWrapper per reconcile through its phases::
 
@@ -23,6 +23,9 @@ timers measure from (see ``docs/appwrapper-lifecycle.md``).
   injection of :func:`~.podsets.inject_pod_set_infos`, each step recorded in
   ``status.componentStatus``; an Invalid or unknown-kind create is fatal (Failed), other
   errors are retried for the admission grace period, then reset.
+- Events are upstream v1.2.2's: a specific reason (``ExternallySuspended``,
+  ``CreateFailed``, ``FoundFailedPods``, ...), the action (``Suspending`` or
+  ``Unhealthy``) and the bare message, all Normal.
 - Deletion is two-stage: background deletes first; once the forceful-deletion grace
   period (from ``DeletingResources``' transition) has passed, the labelled pods are
   deleted with grace period 0, then the components again. ``ResourcesDeployed`` turns
@@ -135,6 +138,7 @@ log = logging.getLogger(__name__)
 __all__ = [
     "APPWRAPPER_CONTROLLER_RUNTIME_NAME",
     "EVENT_RECORDER_NAME",
+    "EXTERNALLY_SUSPENDED_REASON",
     "AppWrapperReconciler",
     "ComponentStatusSummary",
     "setup_controllers",
@@ -148,8 +152,11 @@ OWNER_UID_INDEX: Final = "workload.codeflare.dev/owner-uid"
 RESIZED_COMPONENT_REASON: Final = "ResizedComponent"
 #: The controller's name in the manager (upstream: ``Named(AppWrapperKind)``).
 APPWRAPPER_CONTROLLER_RUNTIME_NAME: Final = "AppWrapper"
-#: The reporting controller of the events (upstream: ``GetEventRecorderFor("appwrappers")``).
+#: The reporting controller of the events (upstream: ``GetEventRecorder("appwrappers")``).
 EVENT_RECORDER_NAME: Final = "appwrappers"
+#: The reason of the event recorded when ``spec.suspend`` interrupts Resuming, Running or
+#: Resetting (its action is the phase entered, ``Suspending``).
+EXTERNALLY_SUSPENDED_REASON: Final = "ExternallySuspended"
 #: ``appwrapper_phase_total{namespace,phase}``: phase transitions.
 PHASE_COUNTER_NAME: Final = "appwrapper_phase_total"
 
@@ -171,8 +178,9 @@ _CALL_ERRORS: Final = (ApiError, LookupError, OSError, TimeoutError)
 class Recorder(Protocol):
     """Where events go (the runtime's ``EventRecorder`` is one)."""
 
-    def event(self, obj: Mapping[str, Any], type: str, reason: str, message: str) -> None:
-        """Record an event about ``obj``."""
+    def event(self, obj: Mapping[str, Any], type: str, reason: str, message: str, *,
+              action: str | None = None) -> None:
+        """Record an event about ``obj`` (``action``: events.k8s.io's, default ``reason``)."""
 
 
 class ComponentError(Exception):
@@ -297,7 +305,9 @@ class AppWrapperReconciler:
     Args:
         client: reads AppWrappers and Pods (the manager's cached client) and does every
             write.
-        recorder: where the ``Suspending`` / ``Unhealthy`` events go.
+        recorder: where the events go (upstream v1.2.2's: reason ``ExternallySuspended``
+            with action ``Suspending``, and the ``Unhealthy`` condition's reason with action
+            ``Unhealthy``).
         config: the operator configuration (defaults: upstream's).
         api_reader: uncached reads of the wrapped objects (default: ``client``). A
             component missing from a lagging cache would fail the AppWrapper at once.
@@ -330,9 +340,9 @@ class AppWrapperReconciler:
         self.clock: Clock = clock or RealClock()
         self.node_health = node_health if node_health is not None else NodeHealth()
         self.phase_counter = phase_counter
-        #: The webhook's component rules, without the checks needing the API server or
-        #: the creator (served kinds, SubjectAccessReview): a kind not served yet may be
-        #: installed before admission; creating it fails it otherwise (NoKindMatch).
+        #: The webhook's component rules, without the SubjectAccessReview (the creator is
+        #: unknown here). Like the webhook, they accept a kind not served yet: its CRD may
+        #: be installed before admission; creating it fails it otherwise (NoKindMatch).
         self.validator = AppWrapperWebhook(None)
 
     # -- entry ------------------------------------------------------------------------------
@@ -429,16 +439,20 @@ class AppWrapperReconciler:
             return await self._transition(aw, orig, AppWrapperPhase.RESETTING)
         return await self._transition(aw, orig, AppWrapperPhase.FAILED)
 
-    def _event(self, aw: Object, reason: str, message: str) -> None:
-        self.recorder.event(aw, NORMAL, reason, message)
+    def _event(self, aw: Object, reason: str, action: str, message: str) -> None:
+        """A Normal event, as upstream v1.2.2 records every one: the specific ``reason``,
+        the ``action`` (the condition set or the phase entered), the bare message."""
+        self.recorder.event(aw, NORMAL, reason, truncate_event_message(message),
+                            action=action)
 
-    def _unhealthy(self, aw: Object, reason: str, message: str, event: str) -> None:
+    def _unhealthy(self, aw: Object, reason: str, message: str) -> None:
+        """``Unhealthy=True`` with ``reason`` and ``message``, and the event saying so."""
         self._set(_status(aw), _UH, CONDITION_TRUE, reason, message)
-        self._event(aw, AppWrapperCondition.UNHEALTHY.value, event)
+        self._event(aw, reason, _UH, message)
 
     async def _suspend_externally(self, aw: Object, orig: Mapping[str, Any],
                                   phase: AppWrapperPhase) -> Result:
-        self._event(aw, AppWrapperPhase.SUSPENDING.value,
+        self._event(aw, EXTERNALLY_SUSPENDED_REASON, AppWrapperPhase.SUSPENDING.value,
                     f"Externally suspended while in the {phase.value} phase")
         return await self._transition(aw, orig, AppWrapperPhase.SUSPENDING)
 
@@ -503,9 +517,8 @@ class AppWrapperReconciler:
 
     async def _fail_invalid(self, aw: Object, orig: Mapping[str, Any], why: str) -> Result:
         """Empty → Failed with upstream's ``CreateFailed`` condition and event."""
-        detail = truncate_condition_message(f"error creating components: {why}")
-        self._unhealthy(aw, "CreateFailed", detail,
-                        truncate_event_message("CreateFailed: " + detail))
+        self._unhealthy(aw, "CreateFailed",
+                        truncate_condition_message(f"error creating components: {why}"))
         return await self._transition(aw, orig, AppWrapperPhase.FAILED)
 
     async def _suspended_phase(self, aw: Object) -> Result:
@@ -543,8 +556,7 @@ class AppWrapperReconciler:
             deadline = _transition_time(aw, _RD) + admission_grace_duration(aw, self.config)
             if self._now() < deadline:
                 return Result(requeue_after=CREATE_RETRY_INTERVAL)
-        detail = f"error creating components: {err}"
-        self._unhealthy(aw, "CreateFailed", detail, "CreateFailed: " + detail)
+        self._unhealthy(aw, "CreateFailed", f"error creating components: {err}")
         if fatal:
             return await self._transition(aw, orig, AppWrapperPhase.FAILED)
         return await self._reset_or_fail(aw, orig, False, 1)
@@ -572,12 +584,12 @@ class AppWrapperReconciler:
         if comp.deployed != comp.expected:
             detail = (f"Only found {comp.deployed} deployed components, but was expecting "
                       f"{comp.expected}")
-            self._unhealthy(aw, "MissingComponent", detail, "MissingComponent: " + detail)
+            self._unhealthy(aw, "MissingComponent", detail)
             return await self._transition(aw, orig, AppWrapperPhase.FAILED)
 
         if comp.failed > 0:
             detail = f"Found {comp.failed} failed components"
-            self._unhealthy(aw, "FailedComponent", detail, "FailedComponent: " + detail)
+            self._unhealthy(aw, "FailedComponent", detail)
             return await self._reset_or_fail(aw, orig, pods.terminal_failure, 1)
 
         resized = await self.hold_components(aw, comp)
@@ -585,10 +597,8 @@ class AppWrapperReconciler:
             # Not upstream's (it never reads a component's size again): a component
             # making more pods than admitted that cannot be set back ends the run, as a
             # missing one does.
-            detail = truncate_condition_message(
-                f"Components make more pods than admitted: {resized}")
-            self._unhealthy(aw, RESIZED_COMPONENT_REASON, detail,
-                            truncate_event_message(f"{RESIZED_COMPONENT_REASON}: {detail}"))
+            self._unhealthy(aw, RESIZED_COMPONENT_REASON, truncate_condition_message(
+                f"Components make more pods than admitted: {resized}"))
             return await self._transition(aw, orig, AppWrapperPhase.FAILED)
 
         if pods.succeeded >= pods.expected and pods.pending + pods.running + pods.failed == 0:
@@ -607,14 +617,13 @@ class AppWrapperReconciler:
             if now < deadline:
                 await self._patch_status(aw, orig)
                 return Result(requeue_after=_seconds(deadline - now))
-            self._event(aw, AppWrapperCondition.UNHEALTHY.value,
-                        f"FoundFailedPods: {pods.failed} failed pods")
+            self._event(aw, "FoundFailedPods", _UH, f"{pods.failed} failed pods")
             return await self._reset_or_fail(aw, orig, pods.terminal_failure, 1)
 
         if pods.no_execute_nodes:
             detail = ("Workload contains pods using NoExecute resources on Nodes: "
                       f"{go_string_set(pods.no_execute_nodes)}")
-            self._unhealthy(aw, "AutopilotNoExecute", detail, detail)
+            self._unhealthy(aw, "AutopilotNoExecute", detail)
             # An Autopilot-triggered migration does not count as a retry.
             return await self._reset_or_fail(aw, orig, False, 0)
 
@@ -636,7 +645,7 @@ class AppWrapperReconciler:
         if self._now() < _transition_time(aw, _RD) + grace:
             await self._patch_status(aw, orig)
             return Result(requeue_after=SHORT_POLL_INTERVAL)
-        self._unhealthy(aw, "InsufficientPodsReady", details, "InsufficientPodsReady: " + details)
+        self._unhealthy(aw, "InsufficientPodsReady", details)
         return await self._reset_or_fail(aw, orig, pods.terminal_failure, 1)
 
     async def _suspending(self, aw: Object) -> Result:
@@ -837,7 +846,11 @@ class AppWrapperReconciler:
                                      propagation_policy=propagation,
                                      grace_period_seconds=grace_period_seconds)
         except (NotFound, NoKindMatchError):
-            # Gone (or its kind is no longer served, so it cannot exist).
+            # Gone. A kind no longer served counts as gone too (deviation: upstream logs
+            # the error and keeps the component, so its deletion never completes and the
+            # finalizer stays). Removing a CRD deletes every object of it; pods of a
+            # component whose group is only missing from discovery are still listed by
+            # their label, and keep the deletion going until they are gone.
             self._set(cs, _RD, CONDITION_FALSE, "CompononetDeleted")
             return False
         except _CALL_ERRORS as err:
@@ -940,7 +953,9 @@ class AppWrapperReconciler:
             no_execute_nodes=no_execute)
 
     async def component_status(self, aw: Object) -> ComponentStatusSummary:
-        """Upstream's ``getComponentStatus``: which components exist and which failed."""
+        """Upstream's ``getComponentStatus``: which components exist and which failed.
+
+        Raises the API error of a component that cannot be read (NotFound excepted)."""
         statuses = _component_statuses(aw)
         summary = ComponentStatusSummary(expected=len(statuses))
         for idx, cs in enumerate(statuses):
@@ -948,8 +963,13 @@ class AppWrapperReconciler:
             try:
                 obj = await self.api_reader.get(gvk, str(cs.get("name") or ""),
                                                 namespace=namespace_of(aw))
-            except (NotFound, NoKindMatchError):
+            except NotFound:
                 continue
+            # As upstream, any other error, a kind the client cannot map (NoKindMatch:
+            # its CRD is gone, or discovery missed it) included, fails the pass, which is
+            # retried with backoff: the AppWrapper stays Running, its quota held, until
+            # the kind is served again (a component gone with its CRD is then missing)
+            # or Kueue suspends it.
             if is_being_deleted(obj):
                 continue
             summary.deployed += 1

@@ -20,30 +20,26 @@ controller initialised it, else declared, else inferred (:mod:`.podsets`). Their
 templates are :func:`~.podsets.get_pod_template_spec`'s canonical view, which does not
 change when admission data is injected, so the Workload stays equivalent while admitted.
 
-Also here: the MultiKueue adapter (:class:`AppWrapperMultiKueueAdapter`), which mirrors
-an AppWrapper onto a worker cluster and its status back.
+Under MultiKueue, Kueue mirrors AppWrappers onto the worker clusters with its generic
+adapter for external frameworks (``multiKueue.externalFrameworks``), not with an adapter
+of this package: see ``docs/appwrapper.md``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from jobframework import constants as c
 from jobframework.api.conditions import is_condition_true
 from jobframework.api.workload import PodSet
 from jobframework.constants import DEFAULT_FEATURES, FeatureGate, FeatureGates
 from jobframework.interface import FinishedResult, GenericJob
 from jobframework.managedby import SpecManagedBy
 from jobframework.podset import InvalidPodsetInfoError, PodSetInfo, pod_set_topology_request
-from jobframework.reconciler import patch_object
 from jobframework.runtime.client import Client
-from jobframework.runtime.errors import NotFound
-from jobframework.runtime.objects import GVK, Object, ObjectKey, metadata, name_of
-from jobframework.validation import prebuilt_workload_name_for, set_multikueue_meta
+from jobframework.runtime.objects import GVK, Object, name_of
 
 from .api import (
     APPWRAPPER_CONTROLLER_NAME,
@@ -72,7 +68,6 @@ __all__ = [
     "MSG_STILL_DELETING",
     "MSG_SUCCEEDED",
     "AppWrapperJob",
-    "AppWrapperMultiKueueAdapter",
     "pod_set_info_to_dict",
 ]
 
@@ -253,76 +248,3 @@ class AppWrapperJob(SpecManagedBy, GenericJob):
 
 def _str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
-
-
-class AppWrapperMultiKueueAdapter:
-    """Mirrors AppWrappers onto MultiKueue worker clusters (Kueue's ``multiKueueAdapter``).
-
-    The worker copy has the manager's metadata (name, namespace, labels, annotations),
-    its spec with ``managedBy`` cleared (so the worker's AppWrapper controller runs it),
-    the prebuilt-workload name and the origin label; afterwards only its ``status`` is
-    copied back to the manager's AppWrapper.
-    """
-
-    def __init__(self, *, features: FeatureGates = DEFAULT_FEATURES) -> None:
-        self.features = features
-
-    def gvk(self) -> GVK:
-        """``workload.codeflare.dev/v1beta2, Kind=AppWrapper``."""
-        return APPWRAPPER_GVK
-
-    async def sync_job(self, local: Client, remote: Client, key: ObjectKey,
-                       workload_name: str, origin: str) -> bool:
-        """Create the worker copy, or copy its status back; never defers (False)."""
-        local_aw = await local.get(APPWRAPPER_GVK, key.name, namespace=key.namespace)
-        try:
-            remote_aw = await remote.get(APPWRAPPER_GVK, key.name, namespace=key.namespace)
-        except NotFound:
-            remote_aw = None
-        if remote_aw is not None:
-            status = copy.deepcopy(remote_aw.get("status"))
-
-            def copy_status() -> None:
-                if status is None:
-                    local_aw.pop("status", None)
-                else:
-                    local_aw["status"] = status
-
-            await patch_object(local, local_aw, copy_status, subresource="status")
-            return False
-        meta = metadata(local_aw)
-        copy_meta: dict[str, Any] = {"name": meta.get("name", ""),
-                                     "namespace": meta.get("namespace", "")}
-        for field in ("labels", "annotations"):
-            if meta.get(field):
-                copy_meta[field] = copy.deepcopy(meta[field])
-        spec = copy.deepcopy(local_aw.get("spec") or {})
-        spec.pop("managedBy", None)
-        created: Object = {"apiVersion": APPWRAPPER_GVK.api_version,
-                           "kind": APPWRAPPER_GVK.kind, "metadata": copy_meta, "spec": spec}
-        set_multikueue_meta(created, workload_name, origin, features=self.features)
-        await remote.create(created)
-        return False
-
-    async def delete_remote_object(self, local: Client, remote: Client, key: ObjectKey) -> None:
-        """Delete the worker copy (already gone is fine); ``local`` is not needed."""
-        with contextlib.suppress(NotFound):
-            await remote.delete(APPWRAPPER_GVK, key.name, namespace=key.namespace)
-
-    async def is_job_managed_by_kueue(self, local: Client, key: ObjectKey) -> tuple[bool, str]:
-        """True only when ``spec.managedBy`` is MultiKueue's controller."""
-        aw = await local.get(APPWRAPPER_GVK, key.name, namespace=key.namespace)
-        managed_by = (aw.get("spec") or {}).get("managedBy") or ""
-        if managed_by != c.MULTIKUEUE_CONTROLLER_NAME:
-            return False, (f'Expecting spec.managedBy to be "{c.MULTIKUEUE_CONTROLLER_NAME}" '
-                           f'not "{managed_by}"')
-        return True, ""
-
-    def workload_keys_for(self, obj: Object) -> list[ObjectKey]:
-        """The prebuilt Workload a worker copy names (``WorkloadKeysFor``)."""
-        name = prebuilt_workload_name_for(obj, features=self.features)
-        if not name:
-            meta = metadata(obj)
-            raise ValueError(f"no prebuilt workload found for appwrapper: "
-                             f"{meta.get('namespace', '')}/{meta.get('name', '')}")
-        return [ObjectKey(metadata(obj).get("namespace", ""), name)]

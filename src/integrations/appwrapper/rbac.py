@@ -32,8 +32,10 @@ from .api import APPWRAPPER_GVK, PLURAL
 __all__ = ["COMPONENT_RESOURCES", "COMPONENT_VERBS", "RBAC", "RESIZABLE_RESOURCES",
            "component_rbac"]
 
-#: (group, resource) of the component kinds granted by default: those whose PodSets are
-#: inferred (:data:`~integrations.appwrapper.podsets.INFERABLE_GVKS`) and Services.
+#: (group, resource) of the component kinds granted by default, upstream v1.2.2's: those
+#: whose PodSets are inferred (:data:`~integrations.appwrapper.podsets.INFERABLE_GVKS`),
+#: Services, and the scheduler-plugins PodGroups of both groups (``scheduling.x-k8s.io``,
+#: and the older ``scheduling.sigs.k8s.io``) that gang-scheduled components come with.
 COMPONENT_RESOURCES: Final[tuple[tuple[str, str], ...]] = (
     ("", "pods"),
     ("", "services"),
@@ -44,6 +46,8 @@ COMPONENT_RESOURCES: Final[tuple[tuple[str, str], ...]] = (
     ("kubeflow.org", "pytorchjobs"),
     ("ray.io", "rayclusters"),
     ("ray.io", "rayjobs"),
+    ("scheduling.sigs.k8s.io", "podgroups"),
+    ("scheduling.x-k8s.io", "podgroups"),
 )
 #: What the controller does to a component.
 COMPONENT_VERBS: Final = ("get", "create", "delete")

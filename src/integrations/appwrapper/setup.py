@@ -48,7 +48,7 @@ from jobframework.runtime.selectors import LabelSelector
 from jobframework.webhook import WebhookBuilder, WebhookServer
 
 from .api import APPWRAPPER_GVK
-from .job import AppWrapperJob, AppWrapperMultiKueueAdapter
+from .job import AppWrapperJob
 from .webhook import AppWrapperKueueWebhook, AppWrapperWebhook
 
 if TYPE_CHECKING:
@@ -165,7 +165,8 @@ CALLBACKS: Final = IntegrationCallbacks(
     setup_webhook=setup_kueue_webhook,
     job_type=APPWRAPPER_GVK,
     setup_indexes=setup_indexes,
-    multikueue_adapter=AppWrapperMultiKueueAdapter(),
+    # No MultiKueue adapter: Kueue's generic one for external frameworks mirrors
+    # AppWrappers (multiKueue.externalFrameworks); Kueue never calls one of ours.
 )
 
 
@@ -184,8 +185,10 @@ async def setup(
     """Register the AppWrapper controllers and the webhook; with ``kueue`` options also
     the generic reconciler that queues AppWrappers in Kueue.
 
-    ``config`` is the operator configuration (defaults: upstream's); its
-    ``default_queue_name`` and ``user_rbac_admission_check`` drive the webhook. Raises
+    ``config`` is the operator configuration (defaults: upstream's;
+    :func:`~.config.load_operator_config` reads upstream's ConfigMap document, as the
+    manager's ``--appwrapper-config`` does): its ``default_queue_name`` and
+    ``user_rbac_admission_check`` drive the webhook, the rest the controller. Raises
     :class:`~.config.ConfigError` for an invalid ``config``.
     """
     from .config import AppWrapperConfig

@@ -19,13 +19,14 @@ Create validation (every error reported, each naming its field), per component
 - a kind whose PodSets are inferred comes in an API version inference knows
   (:data:`~.podsets.INFERABLE_KINDS`; this port's addition: upstream infers nothing for
   another version and trusts the declared PodSets);
-- its kind is served by the cluster (this port's addition: upstream's RBAC check then
-  fails with an obscure ``*`` resource; here the message names the kind and suggests
-  installing its CRD);
 - the requesting user may create it: one SubjectAccessReview per component, with the
   request's user, UID, groups and extra (``userRBACAdmissionCheck``, on by default), in
   the AppWrapper's namespace for a namespaced kind and cluster-wide (no namespace) for a
-  cluster-scoped one, from the kind's REST mapping (upstream always uses the namespace);
+  cluster-scoped one, from the kind's REST mapping (upstream always uses the namespace).
+  A kind the cluster does not serve (yet) is accepted as upstream accepts it, so that an
+  AppWrapper may be applied before the CRD of a kind it wraps (GitOps tools apply in any
+  order): it is asked about as resource ``*``, as upstream, but cluster-wide, its scope
+  being unknown, so only a user who may create anything anywhere passes;
 - each declared PodSet has a path to a pod template; inference succeeds for the kinds
   upstream infers and agrees with the declared PodSets;
 - in all, 1 to 8 PodSets (a Workload holds at most 8).
@@ -160,21 +161,17 @@ class AppWrapperWebhook:
 
     Args:
         client: creates the SubjectAccessReviews and maps kinds to resources (its
-            ``rest_mapper``); None disables both checks.
+            ``rest_mapper``); None disables the RBAC check.
         default_queue_name: the queue label to add when there is none ("" = none).
         user_rbac_admission_check: whether to check, with a SubjectAccessReview, that
             the requesting user may create every wrapped object.
-        check_served_kinds: whether to reject components of kinds the cluster does not
-            serve (needs ``client``).
     """
 
     def __init__(self, client: Client | None = None, *, default_queue_name: str = "",
-                 user_rbac_admission_check: bool = True,
-                 check_served_kinds: bool = True) -> None:
+                 user_rbac_admission_check: bool = True) -> None:
         self.client = client
         self.default_queue_name = default_queue_name
         self.user_rbac_admission_check = user_rbac_admission_check
-        self.check_served_kinds = check_served_kinds
 
     # -- defaulting -------------------------------------------------------------------------
 
@@ -280,19 +277,15 @@ class AppWrapperWebhook:
 
     async def _access_errors(self, errs: ErrorList, template_path: Path, gvk: GVK,
                              namespace: str, request: AdmissionRequest | None) -> None:
-        """The served-kind check, then the SubjectAccessReview."""
-        if self.client is None or not (self.check_served_kinds
-                                       or self.user_rbac_admission_check):
+        """The SubjectAccessReview (``userRBACAdmissionCheck``)."""
+        if self.client is None or not self.user_rbac_admission_check or request is None:
             return
         try:
             mapping = await self.client.rest_mapper.rest_mapping(gvk)
-        except LookupError as err:
-            if self.check_served_kinds:
-                errs.append(field.invalid(
-                    template_path.child("kind"), gvk.kind,
-                    f"{err}: the cluster does not serve {gvk.kind} "
-                    f"({gvk.api_version}); install its CustomResourceDefinition first"))
-                return
+        except LookupError:
+            # Not served (yet): accepted as upstream does, so an AppWrapper may be applied
+            # before the CRD of a kind it wraps; created before the CRD is installed, the
+            # component fails the AppWrapper (CreateFailed), as upstream.
             resource = "*"  # upstream's fallback when discovery does not know the kind
             # Scope unknown: asked cluster-wide, so a namespaced grant never stands in
             # for a cluster-scoped one (the object cannot be created anyway).
@@ -302,8 +295,6 @@ class AppWrapperWebhook:
             # Deviation: upstream always asks in the AppWrapper's namespace, which a
             # RoleBinding there satisfies for a cluster-scoped kind too.
             review_namespace = namespace if mapping.namespaced else ""
-        if not self.user_rbac_admission_check or request is None:
-            return
         user = request.user_info
         spec: dict[str, Any] = {
             "resourceAttributes": {"namespace": review_namespace, "verb": "create",

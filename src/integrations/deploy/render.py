@@ -4,9 +4,11 @@
 ServiceAccount, the RBAC gathered from the code's declarations (:mod:`.rbac`), the
 Deployment, the webhook and metrics Services, the PodDisruptionBudget, the webhook
 configurations (built from the paths each integration's webhook setup registers), the
-integrations' CRDs and, outside the kustomization's resources, the fragment of Kueue's
-Configuration to merge (:mod:`.kueue_config`). :func:`cert_manager_overlay` is the
-overlay that hands the serving certificate to cert-manager; :func:`write` writes both.
+integrations' CRDs, the AppWrapper operator's ConfigMap with upstream's defaults (mounted
+into the Deployment, when the AppWrapper integration runs) and, outside the
+kustomization's resources, the fragment of Kueue's Configuration to merge
+(:mod:`.kueue_config`). :func:`cert_manager_overlay` is the overlay that hands the
+serving certificate to cert-manager; :func:`write` writes both.
 
 Nothing here is hand-maintained: ``config/default`` and ``config/cert-manager`` in the
 repository are this module's output, and a unit test fails when they differ from a fresh
@@ -27,6 +29,7 @@ import yaml
 
 from integrations.catalog import DEFAULT_INTEGRATIONS
 from integrations.manager import (
+    APPWRAPPER_FRAMEWORK,
     DEFAULT_CERT_SECRET,
     DEFAULT_MANAGER_NAMESPACE,
     DEFAULT_WEBHOOK_SERVICE,
@@ -46,6 +49,8 @@ from .kueue_config import configuration_patch, replaced_builtins
 from .rbac import WEBHOOK_CONFIGURATION_NAME, rbac_objects, rules_for, user_roles
 
 __all__ = [
+    "APPWRAPPER_CONFIG",
+    "APPWRAPPER_CONFIG_DIR",
     "CERTIFICATE",
     "CERT_DIR",
     "CERT_SECRET",
@@ -97,6 +102,11 @@ HEALTH_PORT: Final = 8081
 METRICS_PORT: Final = 8080
 #: The file of the Kueue Configuration fragment (not a kustomize resource).
 KUEUE_CONFIG_PATCH: Final = "kueue-config-patch.yaml"
+#: The file of the AppWrapper operator's ConfigMap (``appwrapper-operator-config``).
+APPWRAPPER_CONFIG: Final = "appwrapper-config.yaml"
+#: Where the Deployment mounts that ConfigMap (its ``config.yaml`` is the manager's
+#: ``--appwrapper-config``).
+APPWRAPPER_CONFIG_DIR: Final = "/etc/appwrapper"
 #: The UID and GID the image runs as (``USER`` in the Containerfile).
 RUN_AS: Final = 65532
 
@@ -140,6 +150,17 @@ def _check_integrations(integrations: Sequence[str]) -> tuple[str, ...]:
 # --- the pieces -----------------------------------------------------------------------------
 
 
+def _runs_appwrapper(integrations: Sequence[str]) -> bool:
+    return any(i.framework_name == APPWRAPPER_FRAMEWORK
+               for i in load_integrations(integrations))
+
+
+def _appwrapper_config_path() -> str:
+    from integrations.appwrapper.config import OPERATOR_CONFIGMAP_KEY
+
+    return f"{APPWRAPPER_CONFIG_DIR}/{OPERATOR_CONFIGMAP_KEY}"
+
+
 def manager_args(integrations: Sequence[str], *, kueue_namespace: str = KUEUE_NAMESPACE,
                  cert_management: CertManagement = "internal") -> list[str]:
     """The container's arguments (after the image's ``python -m integrations``)."""
@@ -150,6 +171,8 @@ def manager_args(integrations: Sequence[str], *, kueue_namespace: str = KUEUE_NA
             "--cert-dir", CERT_DIR,
             "--integrations", ",".join(integrations),
             "--kueue-config-from-cluster", "--kueue-namespace", kueue_namespace]
+    if _runs_appwrapper(integrations):
+        args += ["--appwrapper-config", _appwrapper_config_path()]
     if cert_management != "internal":
         args += ["--cert-management", cert_management]
     return args
@@ -188,6 +211,17 @@ def _deployment(integrations: Sequence[str], *, namespace: str, image: str, repl
         "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"},
                          {"name": "cert", "mountPath": CERT_DIR}],
     }
+    volumes: list[Object] = [{"name": "tmp", "emptyDir": {}}, {"name": "cert", "emptyDir": {}}]
+    if _runs_appwrapper(integrations):
+        from integrations.appwrapper.config import OPERATOR_CONFIGMAP_NAME
+
+        # After the certificate's: the cert-manager patches address that one by index.
+        # Read once at start, as upstream reads its ConfigMap: restart to apply a change.
+        volumes.append({"name": "appwrapper-config",
+                        "configMap": {"name": OPERATOR_CONFIGMAP_NAME}})
+        container["volumeMounts"].append({"name": "appwrapper-config",
+                                          "mountPath": APPWRAPPER_CONFIG_DIR,
+                                          "readOnly": True})
     return {
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": DEPLOYMENT, "namespace": namespace, "labels": dict(SELECTOR)},
@@ -211,8 +245,7 @@ def _deployment(integrations: Sequence[str], *, namespace: str, image: str, repl
                                 "topologyKey": "kubernetes.io/hostname"}}]}},
                     "terminationGracePeriodSeconds": 30,
                     "containers": [container],
-                    "volumes": [{"name": "tmp", "emptyDir": {}},
-                                {"name": "cert", "emptyDir": {}}],
+                    "volumes": volumes,
                 },
             },
         },
@@ -252,6 +285,18 @@ def _webhook_configurations(integrations: Sequence[str], namespace: str) -> list
             config["metadata"]["labels"] = _labels()
             out.append(config)
     return out
+
+
+def _appwrapper_config_map(integrations: Sequence[str], namespace: str) -> list[Object]:
+    """The AppWrapper operator's ConfigMap with upstream's defaults (what upstream creates
+    when it finds none), when the AppWrapper integration runs."""
+    if not _runs_appwrapper(integrations):
+        return []
+    from integrations.appwrapper.config import operator_config_map
+
+    config_map = operator_config_map(namespace)
+    config_map["metadata"]["labels"] = _labels()
+    return [config_map]
 
 
 def _crds(integrations: Sequence[str]) -> list[Object]:
@@ -384,6 +429,7 @@ def render(
             "spec": {"selector": dict(SELECTOR), "ports": [
                 {"name": "http-metrics", "port": METRICS_PORT, "targetPort": METRICS_PORT,
                  "protocol": "TCP"}]}}],
+        APPWRAPPER_CONFIG: _appwrapper_config_map(names, namespace),
         "deployment.yaml": [_deployment(names, namespace=namespace, image=image,
                                         replicas=replicas, kueue_namespace=kueue_namespace)],
         "pdb.yaml": [{
@@ -398,6 +444,8 @@ def render(
     for empty in ("crds.yaml", "user-roles.yaml"):
         if not files[empty]:
             del files[empty]
+    if not files[APPWRAPPER_CONFIG]:
+        del files[APPWRAPPER_CONFIG]
     resources = list(files)
     if cert_management == "cert-manager":
         for target, ops in _cert_manager_patches(namespace):

@@ -152,14 +152,15 @@ def appwrapper(name: str, *components: Mapping[str, Any], suspend: bool = True,
 
 
 class FakeRecorder:
-    """Records ``(type, reason, message)`` of each event."""
+    """Records ``(type, reason, action, message)`` of each event (the action defaults to
+    the reason, as the runtime's recorder does)."""
 
     def __init__(self) -> None:
-        self.events: list[tuple[str, str, str]] = []
+        self.events: list[tuple[str, str, str, str]] = []
 
-    def event(self, obj: Mapping[str, Any], type: str, reason: str, message: str,
-              **_: Any) -> None:
-        self.events.append((type, reason, message))
+    def event(self, obj: Mapping[str, Any], type: str, reason: str, message: str, *,
+              action: str | None = None, **_: Any) -> None:
+        self.events.append((type, reason, action or reason, message))
 
 
 @attrs.frozen
@@ -253,7 +254,7 @@ class Harness:
         return [p for p in items
                 if p["metadata"].get("labels", {}).get(APPWRAPPER_LABEL) == (name or self.name)]
 
-    def events(self) -> list[tuple[str, str, str]]:
+    def events(self) -> list[tuple[str, str, str, str]]:
         return list(self.recorder.events)
 
     # -- playing Kueue, the kubelet and the Job controller -----------------------------------------

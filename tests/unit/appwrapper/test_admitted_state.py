@@ -118,7 +118,7 @@ async def test_pod_set_infos_written_past_the_webhook_stop_the_appwrapper(w: Wor
     aw = await w.get()
     assert aw["spec"]["suspend"] is True
     assert "podSetInfos" not in aw["spec"]["components"][0]
-    (message,) = [m for t, r, m in w.recorder.events
+    (message,) = [m for t, r, _, m in w.recorder.events
                   if (t, r) == ("Warning", REASON_ADMISSION_MISMATCH)]
     assert '"zone":"z2-reserved"' in message and '"zone":"z1"' in message
 

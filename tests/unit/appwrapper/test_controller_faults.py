@@ -120,7 +120,7 @@ async def test_create_error_after_admission_grace_resets_then_fails_at_the_retry
     assert aw["status"]["resettingCount"] == 1
     detail = 'error creating components: pods "p2" is forbidden: nope'
     assert brief(await h.cond(UH)) == ("True", "CreateFailed", detail)
-    assert h.events() == [("Normal", "Unhealthy", "CreateFailed: " + detail)]
+    assert h.events() == [("Normal", "CreateFailed", "Unhealthy", detail)]
     failed_at = transition_time(await h.cond(UH))
 
     # Resetting: delete everything (quota stays reserved), then pause.
@@ -166,7 +166,7 @@ async def test_suspend_wins_over_resetting_and_resuming(h: Harness) -> None:
     await h.suspend()
     await h.reconcile()
     assert await h.phase() == "Suspending"
-    assert h.events()[-1] == ("Normal", "Suspending",
+    assert h.events()[-1] == ("Normal", "ExternallySuspended", "Suspending",
                               "Externally suspended while in the Resetting phase")
     await h.reconcile()
     await h.reconcile()
@@ -180,7 +180,7 @@ async def test_suspend_wins_over_resetting_and_resuming(h: Harness) -> None:
     await h.suspend()
     await h.reconcile()
     assert await h.phase() == "Suspending"
-    assert h.events()[-1] == ("Normal", "Suspending",
+    assert h.events()[-1] == ("Normal", "ExternallySuspended", "Suspending",
                               "Externally suspended while in the Resuming phase")
     assert h.server.objects(POD_GVK, NS) == [], "the suspended deployment created nothing"
     await h.reconcile()
@@ -213,7 +213,7 @@ async def test_failure_grace_period_measured_from_unhealthy(h: Harness) -> None:
     aw = await h.get()
     assert aw["status"]["phase"] == "Resetting"
     assert aw["status"]["resettingCount"] == 1
-    assert h.events() == [("Normal", "Unhealthy", "FoundFailedPods: 1 failed pods")]
+    assert h.events() == [("Normal", "FoundFailedPods", "Unhealthy", "1 failed pods")]
     assert brief(await h.cond(PR))[0] == "False"
 
 
@@ -244,7 +244,7 @@ async def test_failure_grace_anchor_is_unhealthy_not_the_deployment(
     aw = await h.get()
     assert aw["status"]["phase"] == phase
     assert aw["status"].get("resettingCount", 0) == count
-    assert h.events() == [("Normal", "Unhealthy", "FoundFailedPods: 1 failed pods")] * count
+    assert h.events() == [("Normal", "FoundFailedPods", "Unhealthy", "1 failed pods")] * count
 
 
 @pytest.mark.parametrize(("offset", "phase", "count"), [
@@ -265,7 +265,8 @@ async def test_create_retries_end_at_the_admission_deadline(
     aw = await h.get()
     assert aw["status"]["phase"] == phase
     assert aw["status"].get("resettingCount", 0) == count
-    assert [reason for _, reason, _ in h.events()] == ["Unhealthy"] * count
+    assert [(reason, action) for _, reason, action, _ in h.events()] == [
+        ("CreateFailed", "Unhealthy")] * count
     assert h.server.objects(POD_GVK, NS) == []
 
 
@@ -338,7 +339,8 @@ async def test_failed_job_component_resets_without_grace(h: Harness) -> None:
     assert aw["status"]["phase"] == "Resetting"
     assert aw["status"]["resettingCount"] == 1
     assert brief(await h.cond(UH)) == ("True", "FailedComponent", "Found 1 failed components")
-    assert h.events() == [("Normal", "Unhealthy", "FailedComponent: Found 1 failed components")]
+    assert h.events() == [("Normal", "FailedComponent", "Unhealthy",
+                           "Found 1 failed components")]
 
 
 async def test_failed_job_with_a_terminal_pod_exit_code_fails(h: Harness) -> None:
@@ -413,7 +415,7 @@ async def test_too_few_pods_after_the_admission_grace_resets(h: Harness) -> None
     await h.reconcile()
     assert await h.phase() == "Resetting"
     assert brief(await h.cond(UH)) == ("True", "InsufficientPodsReady", details)
-    assert h.events() == [("Normal", "Unhealthy", "InsufficientPodsReady: " + details)]
+    assert h.events() == [("Normal", "InsufficientPodsReady", "Unhealthy", details)]
 
 
 async def test_pods_stuck_pending_are_given_the_warmup_grace(h: Harness) -> None:
@@ -465,7 +467,7 @@ async def test_autopilot_no_execute_resets_without_charging_a_retry(h: Harness) 
     assert "resettingCount" not in aw["status"]
     detail = "Workload contains pods using NoExecute resources on Nodes: map[node1:{}]"
     assert brief(await h.cond(UH)) == ("True", "AutopilotNoExecute", detail)
-    assert h.events() == [("Normal", "Unhealthy", detail)]
+    assert h.events() == [("Normal", "AutopilotNoExecute", "Unhealthy", detail)]
 
 
 async def test_autopilot_flag_on_an_unused_resource_or_monitoring_off(h: Harness) -> None:

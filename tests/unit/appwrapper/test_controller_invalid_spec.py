@@ -83,7 +83,7 @@ async def test_first_phase_fails_an_invalid_appwrapper(
     assert cond["message"].startswith(PREFIX + detail) or \
         cond["message"].startswith(f"{PREFIX}[{detail}"), cond["message"]
     # Upstream's event for a CreateFailed (every upstream event is Normal).
-    assert h.recorder.events == [("Normal", "Unhealthy", "CreateFailed: " + cond["message"])]
+    assert h.recorder.events == [("Normal", "CreateFailed", "Unhealthy", cond["message"])]
     # Failed is terminal: no finalizer was added, nothing is created, the quota is not held.
     await h.reconcile()
     aw = await h.get()

@@ -120,7 +120,7 @@ async def test_running_workloads_can_be_suspended(h: Harness) -> None:
     assert aw["spec"]["suspend"] is True
     assert aw["status"]["phase"] == "Suspending"
     assert await h.is_true(RD) and await h.is_true(QR)
-    assert h.events() == [("Normal", "Suspending",
+    assert h.events() == [("Normal", "ExternallySuspended", "Suspending",
                            "Externally suspended while in the Running phase")]
 
     await h.reconcile()  # initiate deletion
@@ -162,7 +162,7 @@ async def test_a_pod_failure_leads_to_a_failed_appwrapper(h: Harness) -> None:
     assert aw["status"]["phase"] == "Failed"
     assert await h.is_true(RD) and await h.is_true(QR)
     assert brief(await h.cond(UH)) == ("True", "FoundFailedPods", "")
-    assert h.events() == [("Normal", "Unhealthy", "FoundFailedPods: 1 failed pods")]
+    assert h.events() == [("Normal", "FoundFailedPods", "Unhealthy", "1 failed pods")]
 
     await h.reconcile()  # initiate deletion
     await h.reconcile()  # see deletion has completed
@@ -195,7 +195,7 @@ async def test_failure_during_resource_creation_leads_to_a_failed_appwrapper(
     detail = ('error creating components: Pod "bad" is invalid: spec.containers[0].image: '
               'Required value')
     assert brief(await h.cond(UH)) == ("True", "CreateFailed", detail)
-    assert h.events() == [("Normal", "Unhealthy", "CreateFailed: " + detail)]
+    assert h.events() == [("Normal", "CreateFailed", "Unhealthy", detail)]
     assert (await h.rec.pod_status(aw)).pending == 1, "the first component was created"
     statuses = aw["status"]["componentStatus"]
     assert [(cs["name"], cs["conditions"][0]["status"], cs["conditions"][0]["reason"])
@@ -395,7 +395,7 @@ async def test_externally_deleted_component_fails_without_retry(h: Harness) -> N
     assert await h.phase() == "Failed"
     detail = "Only found 1 deployed components, but was expecting 2"
     assert brief(await h.cond(UH)) == ("True", "MissingComponent", detail)
-    assert h.events() == [("Normal", "Unhealthy", "MissingComponent: " + detail)]
+    assert h.events() == [("Normal", "MissingComponent", "Unhealthy", detail)]
     assert "resettingCount" not in (await h.get())["status"]
     await h.delete_and_finalize()
 
@@ -638,7 +638,7 @@ async def test_uninferable_component_fails_in_the_first_phase(h: Harness) -> Non
                               "[spec.components[0].template: Invalid value: "
                               "error inferring PodSets: "), message
     assert "'template.spec.pytorchReplicaSpecs.Master.replicas' non-int value two" in message
-    assert ("Normal", "Unhealthy", "CreateFailed: " + message) in h.recorder.events
+    assert ("Normal", "CreateFailed", "Unhealthy", message) in h.recorder.events
     await h.reconcile()
     assert (await h.get())["status"]["phase"] == "Failed", "terminal"
 

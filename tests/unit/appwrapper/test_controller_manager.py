@@ -121,7 +121,9 @@ async def test_no_node_monitor_when_monitoring_is_off(server: APIServer) -> None
 
 
 async def test_events_reach_the_api_server(server: APIServer) -> None:
-    """Events are recorded by the ``appwrappers`` reporter (Normal, upstream's reasons)."""
+    """Events are recorded by the ``appwrappers`` reporter as upstream v1.2.2 records
+    them (events.k8s.io: Normal, reason ``ExternallySuspended``, action ``Suspending``,
+    the bare message)."""
     api = server.client()
     mgr = Manager(api, clock=server.clock)
     await setup_controllers(mgr)
@@ -138,11 +140,11 @@ async def test_events_reach_the_api_server(server: APIServer) -> None:
 
         async def suspending_event() -> bool:
             events = (await api.list(EVENT_GVK, namespace=NS)).items
-            return any(e.get("reason") == "Suspending" for e in events)
-        await until(suspending_event, "the Suspending event")
+            return any(e.get("reason") == "ExternallySuspended" for e in events)
+        await until(suspending_event, "the ExternallySuspended event")
         (event,) = [e for e in (await api.list(EVENT_GVK, namespace=NS)).items
-                    if e.get("reason") == "Suspending"]
-        assert event["type"] == "Normal"
+                    if e.get("reason") == "ExternallySuspended"]
+        assert (event["type"], event["action"]) == ("Normal", "Suspending")
         assert event["note"] == "Externally suspended while in the Running phase"
         assert event["reportingController"] == "appwrappers"
 

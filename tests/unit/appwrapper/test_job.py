@@ -6,18 +6,18 @@ by the generic reconciler on the in-memory server; the test plays Kueue's schedu
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
+from tests.unit.jobflow.multikueue import ORIGIN, remote_copy, sync_status
 
 from integrations.appwrapper import (
     APPWRAPPER_GVK,
     CALLBACKS,
     FRAMEWORK_NAME,
     AppWrapperJob,
-    AppWrapperMultiKueueAdapter,
     load_crds,
+    register,
 )
 from integrations.appwrapper.api import (
     APPWRAPPER_CONTROLLER_NAME,
@@ -32,12 +32,13 @@ from jobframework.integrations import IntegrationManager
 from jobframework.podset import InvalidPodsetInfoError, PodSetInfo
 from jobframework.reconciler import JobReconciler, ReconcilerOptions
 from jobframework.runtime.clock import ManualClock
-from jobframework.runtime.errors import NotFound
-from jobframework.runtime.objects import GVK, Object, ObjectKey
+from jobframework.runtime.objects import GVK, Object
 from jobframework.runtime.reconcile import Request
 from jobframework.runtime.selectors import LabelSelector
 from jobframework.testing import APIServer
+from jobframework.validation import prebuilt_workload_name_for
 
+from .controller_helpers import Harness, new_server
 from .helpers import NS, appwrapper, job, jobset, pod, pytorchjob, service
 
 WORKLOAD = GVK(c.KUEUE_GROUP, c.KUEUE_VERSION, "Workload")
@@ -332,10 +333,9 @@ def test_managed_by() -> None:
 
 
 def test_callbacks() -> None:
-    """The registration mirrors Kueue's (GVK, job type, MultiKueue adapter)."""
+    """The registration mirrors Kueue's (GVK, job type; MultiKueue: see below)."""
     assert CALLBACKS.get_gvk() == APPWRAPPER_GVK
     assert CALLBACKS.job_type == APPWRAPPER_GVK
-    assert isinstance(CALLBACKS.multikueue_adapter, AppWrapperMultiKueueAdapter)
     assert FRAMEWORK_NAME == "AppWrapper.v1beta2.workload.codeflare.dev"
 
 
@@ -530,82 +530,47 @@ async def test_unmanaged_namespace_is_left_alone() -> None:
     assert (await k.get())["spec"]["suspend"] is False
 
 
-# --- MultiKueue (Kueue's appwrapper_multikueue_adapter_test.go) ------------------------------
+# --- MultiKueue: Kueue's generic adapter for external frameworks -----------------------------
 
 
-def two_clusters() -> tuple[Any, Any]:
-    servers = []
-    for _ in range(2):
-        server = APIServer(ManualClock())
-        for crd in load_crds():
-            server.register_crd(crd)
-        servers.append(server.client())
-    return servers[0], servers[1]
+def test_no_multikueue_adapter_of_our_own() -> None:
+    """Kueue v0.19.2 takes MultiKueue adapters from the built-in integrations it has
+    enabled, and for an external framework uses its generic adapter
+    (``multiKueue.externalFrameworks``): it never calls a Python adapter, so none is
+    registered (issue #28, item 11)."""
+    assert CALLBACKS.multikueue_adapter is None
+    im = IntegrationManager()
+    register(im)
+    assert im.get_multikueue_adapters([FRAMEWORK_NAME]) == {}
 
 
-async def test_multikueue_sync_creates_the_remote_copy() -> None:
-    """KU-8: the worker copy has the spec without managedBy, the origin label and the
-    prebuilt-workload name: an annotation with WorkloadIdentifierAnnotations (on by
-    default), else a label."""
-    manager, worker = two_clusters()
+async def test_generic_adapter_copy_runs_on_the_worker_and_mirrors_back() -> None:
+    """KU-8/KU-9 with the adapter Kueue really uses (its generic one, as
+    ``tests/unit/jobflow/multikueue.py`` plays it): the manager's controller leaves an
+    AppWrapper managed by MultiKueue alone; the worker's copy (spec without ``managedBy``,
+    origin label, prebuilt-workload name) passes the CRD and the worker's controller runs
+    it; its status is mirrored onto the manager's AppWrapper, ``suspend`` untouched."""
+    manager, worker = Harness(new_server()), Harness(new_server())
     aw = queued([job(2)], suspend=False)
     aw["spec"]["managedBy"] = c.MULTIKUEUE_CONTROLLER_NAME
-    await manager.create(aw)
-    adapter = AppWrapperMultiKueueAdapter()
-    key = ObjectKey(NS, "aw")
-    assert await adapter.sync_job(manager, worker, key, "wl1", "origin1") is False
-    remote = await worker.get(APPWRAPPER_GVK, "aw", namespace=NS)
-    assert "managedBy" not in remote["spec"]
-    assert remote["spec"]["components"] == aw["spec"]["components"]
-    assert remote["metadata"]["annotations"][c.PREBUILT_WORKLOAD_ANNOTATION] == "wl1"
-    assert remote["metadata"]["labels"][c.MULTIKUEUE_ORIGIN_LABEL] == "origin1"
-    assert remote["metadata"]["labels"][c.QUEUE_LABEL] == "user-queue"
-    assert adapter.workload_keys_for(remote) == [ObjectKey(NS, "wl1")]
+    local = await manager.create(aw)
+    await manager.reconcile()
+    assert "status" not in await manager.get(), "the manager's controller ignores it"
 
-    labels = AppWrapperMultiKueueAdapter(features=DEFAULT_FEATURES.with_gates(
-        **{FeatureGate.WORKLOAD_IDENTIFIER_ANNOTATIONS.value: False}))
-    _, worker2 = two_clusters()
-    await labels.sync_job(manager, worker2, key, "wl1", "origin1")
-    remote = await worker2.get(APPWRAPPER_GVK, "aw", namespace=NS)
-    assert remote["metadata"]["labels"][c.PREBUILT_WORKLOAD_LABEL] == "wl1"
-    assert c.PREBUILT_WORKLOAD_ANNOTATION not in (remote["metadata"].get("annotations") or {})
+    remote = remote_copy(local, "wl1")
+    created = await worker.create(remote)
+    assert "managedBy" not in created["spec"]
+    assert created["spec"]["components"] == aw["spec"]["components"]
+    assert prebuilt_workload_name_for(created) == "wl1"
+    assert created["metadata"]["labels"][c.MULTIKUEUE_ORIGIN_LABEL] == ORIGIN
+    await worker.reconcile()  # "" → Suspended
+    await worker.reconcile()  # Suspended → Resuming (the copy is not suspended)
+    await worker.reconcile()  # Resuming → Running: the wrapped Job is created
+    assert await worker.phase() == "Running"
+    assert [j["metadata"]["name"] for j in worker.server.objects(JOB, NS)] == ["job"]
 
-
-async def test_multikueue_sync_copies_the_status_back() -> None:
-    """KU-9: once the copy exists, its status is mirrored; suspend is untouched."""
-    manager, worker = two_clusters()
-    for suspend in (False, True):
-        aw = queued([job(2)], suspend=suspend, name=f"aw-{suspend}".lower())
-        await manager.create(aw)
-        remote = copy.deepcopy(aw)
-        remote["metadata"].pop("resourceVersion", None)
-        created = await worker.create(remote)
-        created["status"] = {"phase": "Suspended"}
-        await worker.update_status(created)
-        key = ObjectKey(NS, aw["metadata"]["name"])
-        await AppWrapperMultiKueueAdapter().sync_job(manager, worker, key, "wl1", "origin1")
-        local = await manager.get(APPWRAPPER_GVK, key.name, namespace=NS)
-        assert local["status"]["phase"] == "Suspended"
-        assert local["spec"]["suspend"] is suspend
-
-
-async def test_multikueue_delete_and_managed_checks() -> None:
-    """KU-10: delete (absent is fine), and which AppWrappers MultiKueue manages."""
-    manager, worker = two_clusters()
-    adapter = AppWrapperMultiKueueAdapter()
-    await worker.create(queued([job(1)]))
-    await adapter.delete_remote_object(manager, worker, ObjectKey(NS, "aw"))
-    with pytest.raises(NotFound):
-        await worker.get(APPWRAPPER_GVK, "aw", namespace=NS)
-    await adapter.delete_remote_object(manager, worker, ObjectKey(NS, "aw"))
-    with pytest.raises(NotFound):
-        await adapter.is_job_managed_by_kueue(manager, ObjectKey(NS, "missing"))
-    await manager.create(queued([job(1)]))
-    assert await adapter.is_job_managed_by_kueue(manager, ObjectKey(NS, "aw")) == (
-        False, 'Expecting spec.managedBy to be "kueue.x-k8s.io/multikueue" not ""')
-    aw = queued([job(1)], name="mk")
-    aw["spec"]["managedBy"] = c.MULTIKUEUE_CONTROLLER_NAME
-    await manager.create(aw)
-    assert await adapter.is_job_managed_by_kueue(manager, ObjectKey(NS, "mk")) == (True, "")
-    with pytest.raises(ValueError, match="no prebuilt workload found for appwrapper: default/mk"):
-        adapter.workload_keys_for(aw)
+    mirrored = await sync_status(manager.api, worker.api, APPWRAPPER_GVK, "aw", NS)
+    assert mirrored["status"] == (await worker.get())["status"]
+    assert mirrored["spec"]["suspend"] is False
+    assert mirrored["spec"]["managedBy"] == c.MULTIKUEUE_CONTROLLER_NAME
+    assert manager.server.objects(JOB, NS) == [], "nothing runs on the manager"

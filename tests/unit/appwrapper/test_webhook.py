@@ -394,16 +394,24 @@ async def test_rbac_review_failure_is_an_internal_error(env: Env) -> None:
         "spec.components[0].template: Internal error: authorizer unreachable"]
 
 
-async def test_unserved_kinds_are_rejected_with_a_clear_message() -> None:
-    """A kind whose CRD is not installed is named (upstream would ask RBAC about ``*``)."""
+async def test_unserved_kinds_are_accepted_as_upstream_does() -> None:
+    """A kind whose CRD is not installed yet is accepted, PodSets inferred as usual, so
+    that a GitOps tool may apply an AppWrapper before the CRD of a kind it wraps (issue
+    #28, item 9a); the RBAC check asks about resource ``*`` (upstream's fallback), which
+    the admin may create."""
     env = Env(extra_kinds=False)
-    errors = await env.errors(appwrapper([jobset(1)]))
-    assert errors == [
-        'spec.components[0].template.kind: Invalid value: "JobSet": no matches for kind '
-        '"JobSet" in version "jobset.x-k8s.io/v1alpha2": the cluster does not serve JobSet '
-        "(jobset.x-k8s.io/v1alpha2); install its CustomResourceDefinition first"]
-    serve_extra_kinds(env.server, (("jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets"),))
     assert await env.errors(appwrapper([jobset(1)])) == []
+    assert env.authorizer.reviews[-1]["resourceAttributes"]["resource"] == "*"
+    created = await env.admin.create(appwrapper([jobset(1)]))
+    assert created["spec"]["components"][0]["template"]["kind"] == "JobSet"
+    # The inference still checks the template.
+    broken = jobset(1)
+    broken["podSets"] = [{"path": "template.spec.replicatedJobs[0].template.spec.template",
+                          "replicas": 3}]
+    assert await env.errors(appwrapper([broken])) == [
+        "spec.components[0].podSets: Invalid value: replica count 3 differs from inferred "
+        "count 1 for PodSet at path position "
+        "'template.spec.replicatedJobs[0].template.spec.template'"]
 
 
 def old_kuberay_cluster() -> dict[str, Any]:
@@ -488,10 +496,10 @@ async def test_rbac_review_is_asked_in_the_component_scope(env: Env) -> None:
 
 
 async def test_rbac_review_for_an_unserved_kind_is_asked_cluster_wide() -> None:
-    """With the served-kind check off, an unserved kind is asked about as upstream does
-    (resource ``*``) but cluster-wide: its scope is unknown."""
+    """An unserved kind is asked about as upstream does (resource ``*``) but cluster-wide:
+    its scope is unknown, so a user who may create anything in the namespace only is
+    refused."""
     env = Env(extra_kinds=False)
-    env.webhook.check_served_kinds = False
     env.authorizer.rules.append(AccessRule(users=(LIMITED_USER,), verbs=("create",),
                                            namespaces=(NS,)))
     aw = appwrapper([jobset(1)])

@@ -394,11 +394,22 @@ async def test_closing_the_front_ends_open_watches(server: APIServer) -> None:
     async with front.client() as client:
         stream = client.watch(CM, namespace="default", resource_version=server.resource_version,
                               allow_bookmarks=False)
+        # Close only once the stream is open at both ends, shown by an event through it:
+        # closed earlier, the request itself is refused (aiohttp retries a request whose
+        # reused connection closed before answering), which is not what this tests.
+        first = asyncio.ensure_future(anext(stream))
+        for _ in range(2000):
+            if server._watchers:
+                break
+            await asyncio.sleep(0.005)
+        await server.client().create(cm("opened"))
+        event = await asyncio.wait_for(first, 10)
+        assert (event.type, event.object["metadata"]["name"]) == ("ADDED", "opened")
         pending = asyncio.ensure_future(anext(stream))
-        await asyncio.sleep(0.05)
         await asyncio.wait_for(front.close(), 5)
-        with contextlib.suppress(StopAsyncIteration):
+        with pytest.raises(StopAsyncIteration):
             await asyncio.wait_for(pending, 5)
+        assert not server._watchers
         await stream.aclose()  # type: ignore[attr-defined]
 
 

@@ -90,6 +90,8 @@ EXTRA_KINDS: Final = (
     ("kubeflow.org", "v1", "PyTorchJob", "pytorchjobs"),
     ("ray.io", "v1", "RayCluster", "rayclusters"),
     ("ray.io", "v1", "RayJob", "rayjobs"),
+    ("scheduling.x-k8s.io", "v1alpha1", "PodGroup", "podgroups"),
+    ("scheduling.sigs.k8s.io", "v1alpha1", "PodGroup", "podgroups"),
 )
 
 
@@ -186,6 +188,9 @@ def _every_component_kind() -> list[list[dict[str, Any]]]:
         _component("ray.io/v1", "RayCluster", "rc", ray),
         _component("ray.io/v1", "RayJob", "rj", {"entrypoint": "python x.py",
                                                  "rayClusterSpec": ray}),
+        *({**_component(f"{group}/v1alpha1", "PodGroup", f"pg-{i}", {"minMember": 1}),
+           "podSets": []}
+          for i, group in enumerate(("scheduling.x-k8s.io", "scheduling.sigs.k8s.io"))),
     ]]
 
 
