@@ -3,10 +3,13 @@
 
 Usage::
 
-    python tests/conformance/conformance.py [--kueue-dir DIR] [--markdown] [--unaccounted]
+    python tests/conformance/conformance.py [--kueue-dir DIR] [--unaccounted] [--ported]
+    python tests/conformance/conformance.py --write      # rewrites docs/conformance.md
 
-``DIR`` defaults to the Kueue module pinned in ``tests/cluster/kueue/go.mod``, in the Go
-module cache (``go env GOMODCACHE``).
+``DIR`` defaults to the Kueue module pinned in ``tests/cluster/kueue/go.mod``, which
+``go mod download`` fetches into Go's module cache if it is not there yet. The exit status
+is 1 when a marker or id names no Go case, or ``not_ported.toml`` is stale or contradicts a
+port; 2 when the generator cannot run.
 
 Go side
     Every ``func TestXxx(t *testing.T)`` of the ``*_test.go`` files in
@@ -17,15 +20,12 @@ Go side
     literal as a case. A test with none of these is one case (its name alone).
 
 Python side (the convention)
-    A Python test ports Go case ``C`` of Go test ``T`` when the text ``T/C`` -- or
-    ``T/"C"`` -- appears in its pytest id, its name, a string, a comment or a docstring
-    under ``tests/unit``. After ``T/"C"`` more quoted names may follow, separated by commas,
-    ``and`` or ``or`` (``T/"a", "b" and "c"`` names three cases). Line breaks, comment
-    markers and runs of blanks inside the text count as one blank, so a name may wrap
-    across comment or docstring lines; an en dash in a Go case name may be written as a
-    hyphen. A Go test without a table is ported when its name
-    ``T`` appears as a word (not followed by ``/``). Where several case names fit an
-    unquoted mention, the longest one is credited.
+    A test ports Go case ``T/C`` (or table-less test ``T``) when pytest collects it under
+    ``tests/unit`` with the project's default options and either a ``kueue_case`` marker on
+    it (or on its ``pytest.param``) names ``"T/C"``, or its parametrize id is ``T/C``. Names
+    are compared with blank runs as one blank and an en dash as a hyphen. Comments,
+    docstrings and strings count for nothing; a test pytest would skip or xfail credits
+    nothing. Collection runs in a subprocess with the plugin ``conformance_collect.py``.
 
 Not ported
     ``tests/conformance/not_ported.toml`` lists the cases deliberately not ported, each
@@ -36,14 +36,13 @@ Not ported
 from __future__ import annotations
 
 import argparse
-import ast
-import datetime as dt
-import io
+import json
 import os
 import re
+import shutil
 import subprocess
 import sys
-import tokenize
+import tempfile
 import tomllib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -361,33 +360,53 @@ def go_cases(kueue_dir: Path) -> list[GoCase]:
     return cases
 
 
+class ConformanceError(Exception):
+    """The generator cannot run (no Go toolchain, no Kueue sources, collection failed)."""
+
+
 def default_kueue_dir() -> Path:
-    m = re.search(rf"^\s*(?:require\s+)?{re.escape(KUEUE_MODULE)}\s+(v\S+)",
-                  GO_MOD.read_text(encoding="utf-8"), re.MULTILINE)
-    if m is None:
-        raise SystemExit(f"{GO_MOD}: no {KUEUE_MODULE} requirement")
-    version = m.group(1)
+    """The source of the Kueue module pinned in ``tests/cluster/kueue/go.mod``.
+
+    ``go mod download`` fetches it into Go's module cache when it is not there yet (the
+    local control plane's build fetches the same module) and is a no-op otherwise.
+    """
+    go = shutil.which("go")
+    if go is None:
+        raise ConformanceError(
+            "the Go toolchain (go) is not on PATH: the conformance table is computed from "
+            f"the Go sources of {KUEUE_MODULE} as pinned in {GO_MOD.relative_to(REPO)}, which "
+            "`go mod download` fetches; install Go (the local control plane needs it too)")
+    env = {**os.environ, "GOWORK": "off", "GOFLAGS": "-mod=readonly"}
+    proc = subprocess.run([go, "mod", "download", "-json", KUEUE_MODULE], cwd=GO_MOD.parent,
+                          env=env, text=True, capture_output=True)
     try:
-        modcache = subprocess.run(["go", "env", "GOMODCACHE"], check=True, text=True,
-                                  capture_output=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        modcache = ""
-    if not modcache:
-        gopath = os.environ.get("GOPATH") or str(Path.home() / "go")
-        modcache = str(Path(gopath.split(os.pathsep)[0]) / "pkg" / "mod")
-    return Path(modcache) / f"{KUEUE_MODULE}@{version}"
+        info = json.loads(proc.stdout)
+    except ValueError:
+        info = {}
+    if proc.returncode != 0 or info.get("Error") or not info.get("Dir"):
+        raise ConformanceError(
+            f"go mod download {KUEUE_MODULE} (in {GO_MOD.parent.relative_to(REPO)}) failed: "
+            f"{info.get('Error') or proc.stderr.strip() or proc.stdout.strip()}")
+    return Path(info["Dir"])
 
 
 # ---------------------------------------------------------------------------------------------
 # Python side
 # ---------------------------------------------------------------------------------------------
 
+#: The collection plugin (``conformance_collect.py``, beside this file; it reads the
+#: ``kueue_case`` markers registered in pyproject.toml) and where it writes what it collected.
+PLUGIN = "conformance_collect"
+DUMP_ENV = "KUEUE_CONFORMANCE_DUMP"
+
 
 @dataclass(frozen=True)
-class Mention:
-    """A piece of text in our tests that may name Go cases, and where it is."""
-    text: str
-    where: str  # "tests/unit/x.py::test_y" or "tests/unit/x.py:12"
+class CollectedTest:
+    """A test pytest collects, with what it claims to port."""
+    nodeid: str
+    cases: tuple[str, ...] = ()  # the arguments of its kueue_case markers
+    param_id: str | None = None  # its parametrize id, if parametrized
+    skipped: bool = False  # pytest would skip it, or it is marked xfail
 
 
 _BLANKS = re.compile(r"\s+")
@@ -398,162 +417,66 @@ def _norm(text: str) -> str:
     return _BLANKS.sub(" ", text.replace("\u2013", "-")).strip()
 
 
-def python_mentions(src: str, path: str) -> list[Mention]:
-    """The names, strings, comments and docstrings of a Python module as mentions.
+def _unescape_id(param_id: str) -> str:
+    """pytest writes non-ASCII characters of an id as ``\\uXXXX``: read them back."""
+    return re.sub(r"\\u([0-9a-fA-F]{4})", lambda m: chr(int(m.group(1), 16)), param_id)
 
-    Adjacent string literals are joined (as Python does); consecutive comment lines are
-    joined with a blank; every mention is whitespace-normalised.
+
+def collected_tests(roots: Sequence[str]) -> list[CollectedTest]:
+    """The tests ``pytest --collect-only`` collects under ``roots`` (with the project's
+    default options: what ``nox -s tests`` runs), with their markers and ids."""
+    with tempfile.TemporaryDirectory() as tmp:
+        dump = Path(tmp) / "collected.json"
+        here = str(Path(__file__).resolve().parent)
+        env = {**os.environ, DUMP_ENV: str(dump),
+               "PYTHONPATH": os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))}
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+             "-p", PLUGIN, *roots], cwd=REPO, env=env, text=True, capture_output=True)
+        if proc.returncode not in (0, 5) or not dump.exists():
+            raise ConformanceError(f"pytest --collect-only failed ({proc.returncode}):\n"
+                                   f"{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
+        data = json.loads(dump.read_text(encoding="utf-8"))
+    return [CollectedTest(d["nodeid"], tuple(d["cases"]), d["param_id"], d["skipped"])
+            for d in data]
+
+
+@dataclass
+class Credits:
+    """What the collected tests port."""
+    ported: dict[str, list[str]] = field(default_factory=dict)  # Go case id -> node ids
+    unknown: list[str] = field(default_factory=list)  # "node id: name" naming no Go case
+    on_skipped: dict[str, list[str]] = field(default_factory=dict)  # not counted
+
+
+def credit_tests(cases: Sequence[GoCase], tests: Iterable[CollectedTest]) -> Credits:
+    """Go case id -> the collected tests that assert it.
+
+    A test credits the Go case ids its ``kueue_case`` markers name, and its parametrize id
+    when that id is a Go case id. Names are compared whitespace-normalised. A marker
+    argument, or a parametrize id that starts with a Go test's name and a slash, naming no
+    Go case is reported as unknown; a test pytest would skip (or xfail) credits nothing.
     """
-    defs = _def_spans(src)
-    out: list[Mention] = []
-    comment: list[str] = []
-    comment_line = 0
-    strings: list[str] = []
-    string_line = 0
-    last_comment_row = -2
-
-    def where(line: int) -> str:
-        name = _enclosing(defs, line)
-        return f"{path}::{name}" if name else f"{path}:{line}"
-
-    def flush_comment() -> None:
-        if comment:
-            out.append(Mention(_norm(" ".join(comment)), where(comment_line)))
-            comment.clear()
-
-    def flush_strings() -> None:
-        if strings:
-            out.append(Mention(_norm("".join(strings)), where(string_line)))
-            strings.clear()
-
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(src).readline))
-    except (tokenize.TokenError, SyntaxError):
-        return [Mention(_norm(src), path)]
-    for tok in tokens:
-        if tok.type == tokenize.COMMENT:
-            flush_strings()
-            if tok.start[0] != last_comment_row + 1:
-                flush_comment()
-                comment_line = tok.start[0]
-            comment.append(tok.string.lstrip("#"))
-            last_comment_row = tok.start[0]
-            continue
-        if tok.type in (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT):
-            continue
-        flush_comment()
-        if tok.type == tokenize.STRING:
-            if not strings:
-                string_line = tok.start[0]
-            strings.append(_string_value(tok.string))
-            continue
-        flush_strings()
-        if tok.type == tokenize.NAME and tok.string.startswith(("test_", "Test")):
-            out.append(Mention(tok.string, where(tok.start[0])))
-    flush_comment()
-    flush_strings()
+    ids = {_norm(c.id): c.id for c in cases}
+    go_tests = {c.test for c in cases}
+    out = Credits()
+    for t in tests:
+        names: list[str] = []
+        for arg in t.cases:
+            if _norm(arg) in ids:
+                names.append(ids[_norm(arg)])
+            else:
+                out.unknown.append(f"{t.nodeid}: kueue_case({arg!r})")
+        if t.param_id is not None:
+            pid = _norm(_unescape_id(t.param_id))
+            if pid in ids:
+                names.append(ids[pid])
+            elif pid.partition("/")[0] in go_tests and "/" in pid:
+                out.unknown.append(f"{t.nodeid}: parametrize id {t.param_id!r}")
+        target = out.on_skipped if t.skipped else out.ported
+        for name in dict.fromkeys(names):
+            target.setdefault(name, []).append(t.nodeid)
     return out
-
-
-def _string_value(lit: str) -> str:
-    try:
-        value = ast.literal_eval(lit)
-    except (ValueError, SyntaxError):  # f-strings: keep the literal text between the quotes
-        m = re.match(r"(?is)^[a-z]*('''|\"\"\"|'|\")(.*)\1$", lit, re.DOTALL)
-        return m.group(2) if m else lit
-    return value if isinstance(value, str) else ""
-
-
-def _def_spans(src: str) -> list[tuple[int, int, str]]:
-    try:
-        tree = ast.parse(src)
-    except SyntaxError:
-        return []
-    spans: list[tuple[int, int, str]] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-            spans.append((start, node.end_lineno or node.lineno, node.name))
-    return spans
-
-
-def _enclosing(spans: Iterable[tuple[int, int, str]], line: int) -> str | None:
-    best: tuple[int, int, str] | None = None
-    for s in spans:
-        if s[0] <= line <= s[1] and (best is None or s[1] - s[0] < best[1] - best[0]):
-            best = s
-    return best[2] if best else None
-
-
-def collected_mentions(roots: Sequence[str]) -> list[Mention]:
-    """The pytest ids under ``roots`` (``pytest --collect-only``) as mentions."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-         *roots], cwd=REPO, text=True, capture_output=True)
-    if proc.returncode not in (0, 5):
-        raise SystemExit(f"pytest --collect-only failed ({proc.returncode}):\n"
-                         f"{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
-    return [Mention(_norm(line), line.strip()) for line in proc.stdout.splitlines()
-            if "::" in line]
-
-
-def source_mentions(roots: Sequence[str]) -> list[Mention]:
-    out: list[Mention] = []
-    for root in roots:
-        for path in sorted((REPO / root).rglob("*.py")):
-            rel = path.relative_to(REPO).as_posix()
-            out.extend(python_mentions(path.read_text(encoding="utf-8"), rel))
-    return out
-
-
-_QUOTED_TAIL = re.compile(r'\s*(?:,\s*(?:and\s+|or\s+)?|and\s+|or\s+)"([^"]*)"')
-
-
-def match_cases(cases: Sequence[GoCase], mentions: Iterable[Mention]) -> dict[str, list[str]]:
-    """Go case id -> where our tests port it."""
-    by_test: dict[str, list[str]] = {}
-    plain: set[str] = set()
-    for c in cases:
-        if c.name is None:
-            plain.add(c.test)
-        else:
-            by_test.setdefault(c.test, []).append(_norm(c.name))
-    for names in by_test.values():
-        names.sort(key=len, reverse=True)  # longest first: the longest fitting name wins
-    found: dict[str, list[str]] = {}
-
-    def credit(test: str, name: str, where: str) -> None:
-        found.setdefault(f"{test}/{name}", []).append(where)
-
-    tests = sorted(set(by_test) | plain, key=len, reverse=True)
-    head = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(map(re.escape, tests))
-                      + r")(?![A-Za-z0-9_])")
-    for m in mentions:
-        text = m.text
-        for h in head.finditer(text):
-            test, after = h.group(1), h.end()
-            if after < len(text) and text[after] == "/":
-                names = by_test.get(test, [])
-                rest = text[after + 1:]
-                if rest.startswith('"'):
-                    q = re.match(r'"([^"]*)"', rest)
-                    while q is not None:
-                        if _norm(q.group(1)) in names:
-                            credit(test, _norm(q.group(1)), m.where)
-                        q = _QUOTED_TAIL.match(rest, q.end())
-                    continue
-                for name in names:
-                    if rest.startswith(name) and (len(rest) == len(name)
-                                                  or not _is_word_char(rest[len(name)])):
-                        credit(test, name, m.where)
-                        break
-            elif test in plain:
-                found.setdefault(test, []).append(m.where)
-    return found
-
-
-def _is_word_char(ch: str) -> bool:
-    return ch.isalnum() or ch == "_"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -619,10 +542,13 @@ class Row:
 @dataclass
 class Report:
     rows: list[Row]
-    ported: dict[str, list[str]]
+    ported: dict[str, list[str]]  # Go case id -> node ids of the tests asserting it
     reasons: dict[str, str]
     stale: list[str]
     conflicts: list[str]  # both ported and listed as not ported
+    unknown: list[str] = field(default_factory=list)  # markers / ids naming no Go case
+    on_skipped: dict[str, list[str]] = field(default_factory=dict)  # credits not counted
+    files: dict[str, dict[str, int]] = field(default_factory=dict)  # Go file -> py file -> n
 
     @property
     def total(self) -> Row:
@@ -634,27 +560,40 @@ class Report:
             t.unaccounted.extend(r.unaccounted)
         return t
 
+    @property
+    def problems(self) -> list[str]:
+        """What makes the table untrustworthy; the docs check requires none."""
+        out = [f"names no Go case: {u}" for u in self.unknown]
+        out += [f"not_ported.toml names an unknown case: {s}" for s in self.stale]
+        out += [f"ported but also listed in not_ported.toml: {c}" for c in self.conflicts]
+        return out
 
-def build_report(cases: Sequence[GoCase], mentions: Iterable[Mention],
+
+def build_report(cases: Sequence[GoCase], tests: Iterable[CollectedTest],
                  not_ported: Sequence[NotPorted]) -> Report:
     normalised = [GoCase(c.file, c.test, None if c.name is None else _norm(c.name), c.line)
                   for c in cases]
-    ported = match_cases(normalised, mentions)
+    credits = credit_tests(normalised, tests)
     reasons, stale = not_ported_index(normalised, not_ported)
     rows: dict[str, Row] = {}
+    files: dict[str, dict[str, int]] = {}
     conflicts: list[str] = []
     for c in normalised:
         row = rows.setdefault(c.file, Row(c.file))
         row.cases += 1
-        if c.id in ported:
+        if c.id in credits.ported:
             row.ported += 1
+            per_file = files.setdefault(c.file, {})
+            for py in dict.fromkeys(n.split("::")[0] for n in credits.ported[c.id]):
+                per_file[py] = per_file.get(py, 0) + 1
             if c.id in reasons:
                 conflicts.append(c.id)
         elif c.id in reasons:
             row.not_ported += 1
         else:
             row.unaccounted.append(c.id)
-    return Report(list(rows.values()), ported, reasons, stale, conflicts)
+    return Report(list(rows.values()), credits.ported, reasons, stale, conflicts,
+                  credits.unknown, credits.on_skipped, files)
 
 
 def _pct(part: int, whole: int) -> str:
@@ -671,10 +610,11 @@ def format_text(report: Report, show_unaccounted: bool) -> str:
     t = report.total
     lines.append(f"ported: {t.ported}/{t.cases} = {_pct(t.ported, t.cases)}; "
                  f"accounted for (ported or listed): {_pct(t.ported + t.not_ported, t.cases)}")
-    if report.conflicts:
-        lines.append("ported but also listed as not ported: " + ", ".join(report.conflicts))
-    if report.stale:
-        lines.append("not_ported.toml names unknown cases: " + ", ".join(report.stale))
+    lines.extend(report.problems)
+    for cid, nodes in sorted(report.on_skipped.items()):
+        if cid not in report.ported:
+            lines.append(f"not counted, only skipped or xfail tests name it: {cid} "
+                         f"({', '.join(nodes)})")
     if show_unaccounted:
         for r in report.rows:
             for cid in r.unaccounted:
@@ -686,20 +626,90 @@ def _md(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def format_markdown(report: Report, kueue_version: str, date: str, command: str) -> str:
+COMMAND = "python tests/conformance/conformance.py --write"
+
+
+def format_markdown(report: Report, kueue_version: str) -> str:
+    """docs/conformance.md: the whole page, prose included (nothing in it is hand-written)."""
     t = report.total
     out = [
-        "# Kueue conformance: ported Go unit tests",
+        "# Kueue conformance: which of Kueue's Go unit tests we port",
         "",
-        f"Generated on {date} by `{command}` against Kueue {kueue_version} "
-        f"(`{' and '.join(GO_PACKAGES)}`).",
+        f"`integrations.batchjob` is Kueue's batch/v1 Job integration written on our "
+        f"`jobframework`, so Kueue {kueue_version}'s own unit tests of "
+        f"`{GO_PACKAGES[0]}` and `{GO_PACKAGES[1]}` can be run against ours. This page "
+        f"says, per Go test file, how many of their cases a Python test ports, and why the "
+        f"others are not. It is generated by `{COMMAND}` and nothing in it is edited by "
+        f"hand: `tests/unit/test_conformance_script.py` fails when it differs from what the "
+        f"generator writes, so the numbers are those of the tests in this checkout.",
         "",
-        "A Go case counts as *ported* when a test under `tests/unit` names it as "
-        "`<GoTest>/<case name>` (or `<GoTest>/\"<case name>\"`) in its pytest id, name, a "
-        "string, comment or docstring; a Go test without a table counts as one case, ported "
-        "when its name is mentioned. *Not ported* cases are listed with their reason in "
-        "`tests/conformance/not_ported.toml`. See the docstring of "
-        "`tests/conformance/conformance.py` for the exact rules.",
+        "## How a case is counted",
+        "",
+        "On the Go side, every `func TestXxx(t *testing.T)` of the `*_test.go` files of "
+        "those two packages is read. A table-driven test contributes one case per entry of "
+        "each table it runs sub-tests over (the keys of a `map[string]…` literal, or the "
+        "`name:` fields of a slice literal, that a loop calling `t.Run` ranges over); a "
+        "`t.Run(\"literal\", …)` is a case of its own; a test without either is one case, "
+        "named by the test alone. A case's id is `<GoTest>/<case name>`, as `go test -run` "
+        "writes it.",
+        "",
+        "On the Python side, a case is *ported* when a test that pytest collects under "
+        "`tests/unit` (with the project's default options: what `nox -s tests` runs) "
+        "asserts it and names it in one of two ways:",
+        "",
+        "- a marker, `@pytest.mark.kueue_case(\"<GoTest>/<case name>\", …)`, on the test "
+        "or on one of its `pytest.param(…, marks=…)`; it may name several cases;",
+        "- a parametrize id that is the case's id: "
+        "`pytest.param(…, id=\"<GoTest>/<case name>\")`.",
+        "",
+        "Case names are compared with runs of blanks as one blank (an en dash may be written "
+        "as a hyphen). A mention in a comment, docstring or string counts for nothing, and "
+        "neither does a test pytest would skip or that is marked `xfail`. A marker, or an "
+        "id starting with a Go test's name and a slash, that names no Go case fails the "
+        "check, as does a case both ported and listed as not ported. *Not ported* cases "
+        "are listed with their reason in `tests/conformance/not_ported.toml`; a case that "
+        "is neither is *unaccounted*.",
+        "",
+        "For example, a test of the workload name of a flavor variant names the Go case "
+        "it ports:",
+        "",
+        "```python",
+        "import pytest",
+        "",
+        "from jobframework.naming import get_workload_name_for_variant",
+        "from jobframework.runtime.objects import GVK",
+        "",
+        "",
+        "@pytest.mark.kueue_case(\"TestGetWorkloadNameForVariant/simple flavor\")",
+        "def test_variant_simple() -> None:",
+        "    job = GVK(\"batch\", \"v1\", \"Job\")",
+        "    got = get_workload_name_for_variant(\"job-my-job-12345\", \"uid-123\", job, \"spot\")",
+        "    assert got == \"job-my-job-variant-spot-6320b\"",
+        "",
+        "",
+        "test_variant_simple()",
+        "```",
+        "",
+        "## Running it",
+        "",
+        "```sh",
+        "python tests/conformance/conformance.py                 # the table, as text",
+        "python tests/conformance/conformance.py --unaccounted   # and the cases nothing ports",
+        "python tests/conformance/conformance.py --ported        # and which test ports each case",
+        f"{COMMAND:<56}# rewrite this page",
+        "```",
+        "",
+        f"The Go sources are those of the Kueue module pinned in "
+        f"`{GO_MOD.relative_to(REPO).as_posix()}`, in Go's module cache: the generator runs "
+        f"`go mod download {KUEUE_MODULE}` there first, which fetches the module when the "
+        f"cache lacks it and does nothing otherwise (the local control plane's build fetches "
+        f"the same module). It needs the Go toolchain, as the local control plane does; "
+        f"without it the generator, and the unit test that checks this page, fail and say "
+        f"so. The Python side is `pytest --collect-only` of `tests/unit` with the plugin "
+        f"`tests/conformance/conformance_collect.py`, which records every collected test's "
+        f"`kueue_case` markers and parametrize id.",
+        "",
+        "## The table",
         "",
         "| Go test file | cases | ported | not ported | unaccounted |",
         "|---|---:|---:|---:|---:|",
@@ -711,6 +721,15 @@ def format_markdown(report: Report, kueue_version: str, date: str, command: str)
                f"**{len(t.unaccounted)}** |")
     out += ["", f"Ported: {t.ported} of {t.cases} cases ({_pct(t.ported, t.cases)}); "
             f"ported or listed as not ported: {_pct(t.ported + t.not_ported, t.cases)}.", ""]
+    if report.files:
+        out += ["## Where the ported cases are tested", "",
+                "| Go test file | Python test files (cases ported there) |", "|---|---|"]
+        for r in report.rows:
+            per_file = report.files.get(r.file)
+            if per_file:
+                where = ", ".join(f"`{py}` ({n})" for py, n in sorted(per_file.items()))
+                out.append(f"| `{r.file}` | {where} |")
+        out.append("")
     if report.reasons:
         out += ["## Not ported", "", "| Go case | reason |", "|---|---|"]
         for cid, reason in sorted(report.reasons.items()):
@@ -722,36 +741,51 @@ def format_markdown(report: Report, kueue_version: str, date: str, command: str)
     return "\n".join(out)
 
 
+DOC = REPO / "docs" / "conformance.md"
+
+
+def generate(kueue_dir: Path | None = None,
+             roots: Sequence[str] = DEFAULT_TEST_ROOTS) -> tuple[Report, str]:
+    """The report, and the Kueue version it was computed against."""
+    kueue_dir = kueue_dir or default_kueue_dir()
+    if not kueue_dir.is_dir():
+        raise ConformanceError(f"{kueue_dir}: not a directory")
+    cases = go_cases(kueue_dir)
+    if not cases:
+        raise ConformanceError(f"{kueue_dir}: no Go test cases in {', '.join(GO_PACKAGES)}")
+    report = build_report(cases, collected_tests(roots), load_not_ported(NOT_PORTED_FILE))
+    return report, kueue_dir.name.partition("@")[2] or str(kueue_dir)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--kueue-dir", type=Path, help="root of the Kueue Go module")
-    parser.add_argument("--markdown", action="store_true", help="print the Markdown table")
+    parser.add_argument("--markdown", action="store_true", help="print the Markdown page")
+    parser.add_argument("--write", action="store_true",
+                        help=f"write the Markdown page to {DOC.relative_to(REPO)}")
     parser.add_argument("--unaccounted", action="store_true",
                         help="list the unaccounted cases")
-    parser.add_argument("--date", default=dt.date.today().isoformat(),
-                        help="date printed in the Markdown header")
+    parser.add_argument("--ported", action="store_true",
+                        help="list each ported case with the tests that assert it")
     parser.add_argument("--tests", nargs="*", default=list(DEFAULT_TEST_ROOTS),
                         help="Python test roots, relative to the repository")
-    parser.add_argument("--no-collect", action="store_true",
-                        help="do not collect pytest ids (source text only)")
     args = parser.parse_args(argv)
-    kueue_dir: Path = args.kueue_dir or default_kueue_dir()
-    if not kueue_dir.is_dir():
-        raise SystemExit(f"{kueue_dir}: not a directory")
-    cases = go_cases(kueue_dir)
-    mentions = source_mentions(args.tests)
-    if not args.no_collect:
-        mentions += collected_mentions(args.tests)
-    report = build_report(cases, mentions, load_not_ported(NOT_PORTED_FILE))
-    if args.markdown:
-        version = kueue_dir.name.partition("@")[2] or str(kueue_dir)
-        command = "python tests/conformance/conformance.py --markdown"
-        if args.date != dt.date.today().isoformat():
-            command += f" --date {args.date}"
-        print(format_markdown(report, version, args.date, command))
+    try:
+        report, version = generate(args.kueue_dir, args.tests)
+    except ConformanceError as e:
+        print(f"conformance: {e}", file=sys.stderr)
+        return 2
+    if args.write:
+        DOC.write_text(format_markdown(report, version), encoding="utf-8")
+        print(f"wrote {DOC.relative_to(REPO)}")
+    elif args.markdown:
+        print(format_markdown(report, version), end="")
     else:
         print(format_text(report, args.unaccounted))
-    return 0
+        if args.ported:
+            for cid, nodes in sorted(report.ported.items()):
+                print(f"ported: {cid}: {', '.join(nodes)}")
+    return 1 if report.problems else 0
 
 
 if __name__ == "__main__":

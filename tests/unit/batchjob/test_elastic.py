@@ -43,23 +43,29 @@ def slice_name(generation: int = 1) -> str:
     return generate_workload_name_with_extra("job", "test-uid", JOB_GVK, str(generation))
 
 
+@pytest.mark.kueue_case(
+    "TestReconciler/the workload slice is left alone when the class does not exist",
+    "TestReconciler/the workload slice is updated when priority class has changed for suspended "
+    "job",
+)
 @pytest.mark.parametrize(("case", "label", "error", "want"), [
     ("50 missing class", "missing-wpc", True, ("test-wpc", 100)),
     ("51 class changed", "test-wpc-high", False, ("test-wpc-high", 200)),
 ])
+@pytest.mark.parametrize("version", [KueueVersion.V0_19, KueueVersion.MAIN],
+                         ids=["v0.19", "main"])
 async def test_50_51_slice_priority(case: str, label: str, error: bool,
-                                    want: tuple[str, int]) -> None:
-    # Main records WorkloadPriorityClassNotFound; v0.19.2 does not.
-    # Ports Kueue v0.19.2 TestReconciler/"the workload slice is left alone when the class does not
-    # exist", "the workload slice is updated when priority class has changed for suspended job".
-    w = await world(features=FeatureGates(version=KueueVersion.MAIN))
+                                    want: tuple[str, int], version: KueueVersion) -> None:
+    w = await world(features=FeatureGates(version=version))
     job = await w.create_job(elastic_job(label))
     await w.create_workload(with_wpc(base_wl("job", reserved=False)), owner=job)
     if error:
         with pytest.raises(Exception, match="prepare workload priority"):
             await w.reconcile()
-        assert w.recorder.events == [(WARNING, "WorkloadPriorityClassNotFound",
-                                      'WorkloadPriorityClass "missing-wpc" not found')]
+        # Main records WorkloadPriorityClassNotFound; v0.19.2 only returns the error.
+        assert w.recorder.events == ([] if version is KueueVersion.V0_19 else [
+            (WARNING, "WorkloadPriorityClassNotFound",
+             'WorkloadPriorityClass "missing-wpc" not found')])
     else:
         await w.reconcile()
         assert w.recorder.events == [(NORMAL, "UpdatedWorkload",
@@ -68,9 +74,10 @@ async def test_50_51_slice_priority(case: str, label: str, error: bool,
     assert (got["spec"]["priorityClassRef"]["name"], got["spec"]["priority"]) == want, case
 
 
+@pytest.mark.kueue_case(
+    "TestReconciler/the workload slice takes both a count and a priority class change",
+)
 async def test_52_slice_takes_count_and_class_change() -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"the workload slice takes both a count and a priority class
-    # change".
     w = await world()
     job = await w.create_job(elastic_job("test-wpc-high"))
     await w.create_workload(with_wpc(base_wl("job", count=5, reserved=False)), owner=job)
@@ -83,9 +90,10 @@ async def test_52_slice_takes_count_and_class_change() -> None:
                                   "Updated workload priority class: ns/job")]
 
 
+@pytest.mark.kueue_case(
+    "TestReconciler/the workload slice and its retained admitted slice both follow the label",
+)
 async def test_53_slice_and_retained_admitted_slice_follow_the_label() -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"the workload slice and its retained admitted slice both
-    # follow the label".
     w = await world()
     job = await w.create_job(elastic_job("test-wpc-high"))
     await w.create_workload(with_wpc(base_wl("admitted")), owner=job)
@@ -106,9 +114,10 @@ async def test_53_slice_and_retained_admitted_slice_follow_the_label() -> None:
         (NORMAL, "UpdatedWorkload", "Updated workload priority class: ns/admitted")]
 
 
+@pytest.mark.kueue_case(
+    "TestReconciler/the admitted slice follows the label when a scale-up replaces it",
+)
 async def test_54_scale_up_of_an_admitted_slice_creates_a_replacement() -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"the admitted slice follows the label when a scale-up
-    # replaces it".
     w = await world()
     job = await w.create_job(elastic_job("test-wpc-high"))
     await w.create_workload(with_wpc(base_wl("admitted", count=5)), owner=job)
@@ -131,9 +140,10 @@ async def test_54_scale_up_of_an_admitted_slice_creates_a_replacement() -> None:
         (NORMAL, "CreatedWorkload", f"Created Workload: ns/{name}")]
 
 
+@pytest.mark.kueue_case(
+    "TestReconciler/a workload slice that reserved quota with no priority class is left alone",
+)
 async def test_55_reserved_slice_without_class_is_left_alone() -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"a workload slice that reserved quota with no priority
-    # class is left alone".
     w = await world()
     job = await w.create_job(elastic_job("test-wpc-high"))
     created = await w.create_workload(base_wl("job"), owner=job)
@@ -143,14 +153,19 @@ async def test_55_reserved_slice_without_class_is_left_alone() -> None:
     assert w.recorder.events == []
 
 
+@pytest.mark.kueue_case(
+    "TestReconcileGenericJob/handle job with no workload (elasticJobsViaWorkloadSlicesEnabled = "
+    "false)",
+    "TestReconcileGenericJob/handle job with no workload (elasticJobsViaWorkloadSlicesEnabled = "
+    "false and elastic job annotation)",
+    "TestReconcileGenericJob/handle job with no workload (elasticJobsViaWorkloadSlicesEnabled = "
+    "true)",
+    "TestReconcileGenericJob/handle job with no workload (elasticJobsViaWorkloadSlicesEnabled = "
+    "true and elastic job annotation)",
+)
 @pytest.mark.parametrize(("gate", "annotated", "elastic_name"), [
     (False, False, False), (False, True, False), (True, False, False), (True, True, True)])
 async def test_r1_r4_workload_names(gate: bool, annotated: bool, elastic_name: bool) -> None:
-    # Ports Kueue v0.19.2 TestReconcileGenericJob/"handle job with no workload
-    # (elasticJobsViaWorkloadSlicesEnabled = false)", "handle job with no workload
-    # (elasticJobsViaWorkloadSlicesEnabled = false and elastic job annotation)", "handle job with no
-    # workload (elasticJobsViaWorkloadSlicesEnabled = true)", "handle job with no workload
-    # (elasticJobsViaWorkloadSlicesEnabled = true and elastic job annotation)".
     w = await world(features=FeatureGates(ElasticJobsViaWorkloadSlices=gate))
     job = elastic_job() if annotated else base_job()
     job = await w.create_job(job)
@@ -166,9 +181,10 @@ async def test_r1_r4_workload_names(gate: bool, annotated: bool, elastic_name: b
         assert "annotations" not in wl["metadata"]
 
 
+@pytest.mark.kueue_case(
+    "TestReconcileGenericJob/update workload to match job (one existing workload)",
+)
 async def test_r5_slice_with_other_pod_sets_is_updated_in_place() -> None:
-    # Ports Kueue v0.19.2 TestReconcileGenericJob/"update workload to match job (one existing
-    # workload)".
     w = await world()
     job = await w.create_job(elastic_job())
     await w.create_workload(base_wl("job-1", reserved=False, pod_sets=[pod_set(2, name="old")]),

@@ -25,6 +25,17 @@ def job(parallelism: int | None = None, completions: int | None = None,
             "metadata": {"name": "job", "namespace": "ns"}, "spec": s, "status": status or {}}
 
 
+@pytest.mark.kueue_case(
+    "TestPodsReady/parallelism = completions; no progress",
+    "TestPodsReady/parallelism = completions; not enough progress",
+    "TestPodsReady/parallelism = completions; all ready",
+    "TestPodsReady/parallelism = completions; some ready, some succeeded",
+    "TestPodsReady/parallelism = completions; all succeeded",
+    "TestPodsReady/parallelism < completions; reaching parallelism is enough",
+    "TestPodsReady/parallelism > completions; reaching completions is enough",
+    "TestPodsReady/parallelism specified only; not enough progress",
+    "TestPodsReady/parallelism specified only; all ready",
+)
 @pytest.mark.parametrize(("p", "comp", "status", "want"), [
     (3, 3, {}, False),
     (3, 3, {"ready": 1, "succeeded": 1}, False),
@@ -38,17 +49,11 @@ def job(parallelism: int | None = None, completions: int | None = None,
 ])
 async def test_j1_j9_pods_ready(p: int, comp: int | None, status: dict[str, Any],
                                 want: bool) -> None:
-    # Ports Kueue v0.19.2 TestPodsReady/"parallelism = completions; no progress", "parallelism =
-    # completions; not enough progress", "parallelism = completions; all ready", "parallelism =
-    # completions; some ready, some succeeded", "parallelism = completions; all succeeded",
-    # "parallelism < completions; reaching parallelism is enough", "parallelism > completions;
-    # reaching completions is enough", "parallelism specified only; not enough progress",
-    # "parallelism specified only; all ready".
     assert await BatchJob(job(p, comp, status)).pods_ready(None) is want  # type: ignore[arg-type]
 
 
+@pytest.mark.kueue_case("TestPodSetsInfo/append")
 async def test_j10_append_then_restore() -> None:
-    # Ports Kueue v0.19.2 TestPodSetsInfo/"append".
     obj = job(1)
     obj["spec"]["suspend"] = True
     obj["spec"]["template"]["spec"]["nodeSelector"] = {"orig-key": "orig-val"}
@@ -71,8 +76,8 @@ async def test_j10_append_then_restore() -> None:
     assert obj == original
 
 
+@pytest.mark.kueue_case("TestPodSetsInfo/update")
 async def test_j11_conflicting_update_is_permanent() -> None:
-    # Ports Kueue v0.19.2 TestPodSetsInfo/"update".
     obj = job(1)
     obj["spec"]["template"]["spec"]["nodeSelector"] = {"orig-key": "orig-val"}
     j = BatchJob(obj)
@@ -83,8 +88,8 @@ async def test_j11_conflicting_update_is_permanent() -> None:
     assert obj["spec"]["template"]["spec"]["nodeSelector"] == {"orig-key": "orig-val"}
 
 
+@pytest.mark.kueue_case("TestPodSetsInfo/parallelism")
 async def test_j13_partial_admission_parallelism() -> None:
-    # Ports Kueue v0.19.2 TestPodSetsInfo/"parallelism".
     obj = job(5)
     obj["metadata"]["annotations"] = {c.JOB_MIN_PARALLELISM_ANNOTATION: "2"}
     original = copy.deepcopy(obj)
@@ -96,8 +101,8 @@ async def test_j13_partial_admission_parallelism() -> None:
     assert obj == original
 
 
+@pytest.mark.kueue_case("TestPodSetsInfo/noInfoOnRun")
 async def test_j14_no_info_on_run() -> None:
-    # Ports Kueue v0.19.2 TestPodSetsInfo/"noInfoOnRun".
     obj = job(5)
     obj["metadata"]["annotations"] = {c.JOB_MIN_PARALLELISM_ANNOTATION: "2"}
     with pytest.raises(InvalidPodsetInfoError,
@@ -106,6 +111,18 @@ async def test_j14_no_info_on_run() -> None:
     assert obj["spec"]["suspend"] is False
 
 
+@pytest.mark.kueue_case(
+    "TestPodSets/no partial admission",
+    "TestPodSets/partial admission",
+    "TestPodSets/with required topology annotation",
+    "TestPodSets/with preferred topology annotation",
+    "TestPodSets/with slice-only topology",
+    "TestPodSets/with slice-only topology if TAS is disabled",
+    "TestPodSets/with slice-only topology - only podset slice required topology annotation",
+    "TestPodSets/with slice-only topology - only podset slice size annotation",
+    "TestPodSets/without preferred topology annotation if TAS is disabled",
+    "TestPodSets/without required topology annotation if TAS is disabled",
+)
 @pytest.mark.parametrize(("tas", "annotations", "min_par", "want_request"), [
     (False, {}, None, None),
     (False, {}, "2", None),
@@ -130,12 +147,6 @@ async def test_j14_no_info_on_run() -> None:
 ])
 async def test_j15_j24_pod_sets(tas: bool, annotations: dict[str, str], min_par: str | None,
                                 want_request: dict[str, Any] | None) -> None:
-    # Ports Kueue v0.19.2 TestPodSets/"no partial admission", "partial admission", "with required
-    # topology annotation", "with preferred topology annotation", "with slice-only topology", "with
-    # slice-only topology if TAS is disabled", "with slice-only topology - only podset slice
-    # required topology annotation", "with slice-only topology - only podset slice size annotation",
-    # "without preferred topology annotation if TAS is disabled", "without required topology
-    # annotation if TAS is disabled".
     obj = job(3)
     if annotations:
         obj["spec"]["template"]["metadata"] = {"annotations": annotations}
@@ -150,8 +161,8 @@ async def test_j15_j24_pod_sets(tas: bool, annotations: dict[str, str], min_par:
     assert got == want_request
 
 
+@pytest.mark.kueue_case("TestCleanLabels/feature enabled")
 async def test_j25_clean_labels() -> None:
-    # Ports Kueue v0.19.2 TestCleanLabels/"feature enabled".
     obj = job(1)
     obj["spec"]["template"]["metadata"] = {"labels": {
         "foo": "bar", "batch.kubernetes.io/job-name": "job", "controller-uid": "x",
@@ -161,6 +172,30 @@ async def test_j25_clean_labels() -> None:
                                                  "batch.kubernetes.io/job-name": "job"}
 
 
+@pytest.mark.kueue_case(
+    "TestTerminalIndexesCount/empty",
+    "TestTerminalIndexesCount/zero completions",
+    "TestTerminalIndexesCount/single completed index",
+    "TestTerminalIndexesCount/single failed index",
+    "TestTerminalIndexesCount/single range",
+    "TestTerminalIndexesCount/mixed intervals",
+    "TestTerminalIndexesCount/completed and failed indexes",
+    "TestTerminalIndexesCount/overlapping terminal indexes",
+    "TestTerminalIndexesCount/contained failed indexes",
+    "TestTerminalIndexesCount/surviving low indexes",
+    "TestTerminalIndexesCount/all completed within range",
+    "TestTerminalIndexesCount/range straddling the cap",
+    "TestTerminalIndexesCount/all removed (above the cap)",
+    "TestTerminalIndexesCount/failed range straddling the cap",
+    "TestTerminalIndexesCount/all failed removed (above the cap)",
+    "TestTerminalIndexesCount/stale failed index after scale-down",
+    "TestTerminalIndexesCount/cap applied to completed and failed",
+    "TestTerminalIndexesCount/range capped tighter",
+    "TestTerminalIndexesCount/discrete indexes",
+    "TestTerminalIndexesCount/discrete indexes partly above",
+    "TestTerminalIndexesCount/malformed interval skipped",
+    "TestTerminalIndexesCount/malformed range end skipped",
+)
 @pytest.mark.parametrize(("completed", "failed", "completions", "want"), [
     ("", "", 10, 0), ("0-9", "", 0, 0), ("0", "", 10, 1), ("", "1", 10, 1),
     ("0-4", "", 10, 5), ("0-4,7,9-11", "", 10, 7), ("0-2,7", "3-5,8", 10, 8),
@@ -171,17 +206,15 @@ async def test_j25_clean_labels() -> None:
 ])
 def test_j26_j47_terminal_indexes(completed: str, failed: str, completions: int,
                                   want: int) -> None:
-    # Ports Kueue v0.19.2 TestTerminalIndexesCount/"empty", "zero completions", "single completed
-    # index", "single failed index", "single range", "mixed intervals", "completed and failed
-    # indexes", "overlapping terminal indexes", "contained failed indexes", "surviving low indexes",
-    # "all completed within range", "range straddling the cap", "all removed (above the cap)",
-    # "failed range straddling the cap", "all failed removed (above the cap)", "stale failed index
-    # after scale-down", "cap applied to completed and failed", "range capped tighter", "discrete
-    # indexes", "discrete indexes partly above", "malformed interval skipped", "malformed range end
-    # skipped".
     assert terminal_indexes_count(completed, failed, completions) == want
 
 
+@pytest.mark.kueue_case(
+    "TestReclaimablePods/indexed Job reclaims its completed indexes",
+    "TestReclaimablePods/indexed Job holds quota for a retryable failure",
+    "TestReclaimablePods/indexed Job reclaims completed and failed indexes",
+    "TestReclaimablePods/indexed Job with empty terminal indexes holds quota",
+)
 @pytest.mark.parametrize(("status", "want"), [
     ({"succeeded": 4, "completedIndexes": "0-3"}, [ReclaimablePod(name="main", count=4)]),
     ({"succeeded": 1, "failed": 1, "completedIndexes": "0"},
@@ -192,9 +225,6 @@ def test_j26_j47_terminal_indexes(completed: str, failed: str, completions: int,
 ])
 async def test_j48_j51_reclaimable_pods_indexed(status: dict[str, Any],
                                                 want: list[ReclaimablePod]) -> None:
-    # Ports Kueue v0.19.2 TestReclaimablePods/"indexed Job reclaims its completed indexes", "indexed
-    # Job holds quota for a retryable failure", "indexed Job reclaims completed and failed indexes",
-    # "indexed Job with empty terminal indexes holds quota".
     obj = job(8, 8, status, completionMode="Indexed", backoffLimitPerIndex=1)
     assert await BatchJob(obj).reclaimable_pods(None) == want  # type: ignore[arg-type]
 

@@ -19,9 +19,10 @@ async def world(**options: object) -> World:
     return w
 
 
+@pytest.mark.kueue_case(
+    "TestReconciler/when workload is created, it has its owner ProvReq annotations",
+)
 async def test_19_workload_created_with_prov_req_annotations() -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"when workload is created, it has its owner ProvReq
-    # annotations".
     w = await world()
     job = base_job()
     job["metadata"]["annotations"] = {"provreq.kueue.x-k8s.io/test-annotation": "test-val",
@@ -47,8 +48,8 @@ async def test_19_workload_created_with_prov_req_annotations() -> None:
     assert w.recorder.events == [(NORMAL, "CreatedWorkload", "Created Workload: ns/job-job-b3219")]
 
 
+@pytest.mark.kueue_case("TestReconciler/when workload is created, it has correct labels set")
 async def test_20_workload_created_with_labels_to_copy() -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"when workload is created, it has correct labels set".
     w = await world(label_keys_to_copy={"toCopyKey", "redundantToCopyKey"})
     job = base_job()
     job["metadata"]["labels"].update({"toCopyKey": "toCopyValue", "dontCopyKey": "dontCopyValue"})
@@ -58,9 +59,10 @@ async def test_20_workload_created_with_labels_to_copy() -> None:
     assert wl["metadata"]["labels"] == {c.JOB_UID_LABEL: "test-uid", "toCopyKey": "toCopyValue"}
 
 
+@pytest.mark.kueue_case(
+    "TestReconciler/suspended job with matching admitted workload is unsuspended",
+)
 async def test_39_suspended_job_with_admitted_workload_is_unsuspended() -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"suspended job with matching admitted workload is
-    # unsuspended".
     w = await world()
     job = await w.create_job(base_job())
     await w.create_workload(base_wl(admitted_at=w.ts()), owner=job)
@@ -73,8 +75,8 @@ async def test_39_suspended_job_with_admitted_workload_is_unsuspended() -> None:
     assert w.recorder.events == [(NORMAL, "Started", "Admitted by clusterQueue cq")]
 
 
+@pytest.mark.kueue_case("TestReconciler/the workload is created when queue name is set")
 async def test_44_workload_created_for_running_job_after_stopping_it() -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"the workload is created when queue name is set".
     w = await world()
     job = base_job(suspend=False)
     job["metadata"]["labels"][c.QUEUE_LABEL] = "test-queue"
@@ -90,9 +92,8 @@ async def test_44_workload_created_for_running_job_after_stopping_it() -> None:
 
 
 async def test_28_eviction_suspends_job_and_releases_quota() -> None:
-    # Main's reasons; v0.19's are in tests/unit/jobframework/test_version_profiles.py.
-    # Ports Kueue v0.19.2 TestReconciler/"when workload is evicted due to pods ready timeout, job
-    # gets suspended and quota is unset".
+    # Main's reasons; v0.19.2's (the Go case) are asserted by test_28_32_eviction_reasons in
+    # test_reconciler_scenarios.py and in tests/unit/jobframework/test_version_profiles.py.
     w = await world(features=FeatureGates(version=KueueVersion.MAIN))
     job = base_job(suspend=False)
     job = await w.create_job(job)
@@ -115,8 +116,8 @@ async def test_28_eviction_suspends_job_and_releases_quota() -> None:
     assert w.recorder.events == [(NORMAL, "Stopped", "Exceeded the PodsReady timeout")]
 
 
+@pytest.mark.kueue_case("TestReconciler/when job completes, workload is marked as finished")
 async def test_67_job_completion_finishes_workload() -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"when job completes, workload is marked as finished".
     w = await world()
     job = base_job(suspend=False)
     job["status"] = {"conditions": [{"type": "Complete", "status": "True",
@@ -134,8 +135,8 @@ async def test_67_job_completion_finishes_workload() -> None:
         (NORMAL, "FinishedWorkload", "Workload 'ns/wl' is declared finished")]
 
 
+@pytest.mark.kueue_case("TestReconciler/non-matching admitted workload is deleted")
 async def test_40_non_matching_admitted_workload_is_deleted() -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"non-matching admitted workload is deleted".
     w = await world(manage_jobs_without_queue_name=True)
     job = await w.create_job(base_job())
     await w.create_workload(base_wl(count=5, admitted_at=w.ts()), owner=job)
@@ -148,9 +149,11 @@ async def test_40_non_matching_admitted_workload_is_deleted() -> None:
         (NORMAL, "DeletedWorkload", "Deleted not matching Workload: ns/wl")]
 
 
+@pytest.mark.kueue_case(
+    "TestReconciler/when the prebuilt workload is missing, no new one is created, the job is "
+    "suspended and prebuilt workload not found error is returned",
+)
 async def test_73_missing_prebuilt_workload() -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"when the prebuilt workload is missing, no new one is
-    # created, the job is suspended and prebuilt workload not found error is returned".
     w = await world()
     job = base_job(suspend=False)
     job["metadata"]["labels"][c.PREBUILT_WORKLOAD_LABEL] = "missing-workload"
@@ -162,8 +165,8 @@ async def test_73_missing_prebuilt_workload() -> None:
     assert w.recorder.events == [(NORMAL, "Stopped", "missing workload")]
 
 
+@pytest.mark.kueue_case("TestReconciler/non-matching non-admitted workload is updated")
 async def test_41_non_matching_unreserved_workload_is_updated() -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"non-matching non-admitted workload is updated".
     w = await world(manage_jobs_without_queue_name=True)
     job = await w.create_job(base_job())
     wl = base_wl("a", count=5, reserved=False)

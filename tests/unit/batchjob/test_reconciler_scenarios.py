@@ -35,9 +35,14 @@ OWNER_GONE = ("True", "OwnerNotFound", "The workload's owner no longer exists")
 
 
 _MERGE_PATCH = [False]
-#: Cases ported from Kueue's main branch (its reasons and events); v0.19's are in
+V0_19, MAIN = KueueVersion.V0_19, KueueVersion.MAIN
+#: Where v0.19.2 and main answer differently, a case runs under both version profiles and
+#: expects each one's answer (v0.19.2's is the Go test's); see also
 #: tests/unit/jobframework/test_version_profiles.py.
-MAIN = FeatureGates(version=KueueVersion.MAIN)
+VERSIONS = pytest.mark.parametrize("version", [V0_19, MAIN], ids=["v0.19", "main"])
+#: QuotaReserved's reason once an eviction releases the quota (main has
+#: UnadmittedWorkloadsObservability on by default).
+QUOTA_RELEASED_REASON = {V0_19: "Pending", MAIN: "PendingEvaluation"}
 
 
 @pytest.fixture(autouse=True, params=[False, True], ids=["apply", "merge-patch"])
@@ -69,10 +74,12 @@ def with_cond(wl: dict[str, Any], *conds: dict[str, Any]) -> dict[str, Any]:
 # --- 1-4: orphaned workloads -------------------------------------------------------------
 
 
+@pytest.mark.kueue_case(
+    "TestReconciler/job is not found with FinishOrphanedWorkloads disabled",
+    "TestReconciler/job is not found with FinishOrphanedWorkloads enabled",
+)
 @pytest.mark.parametrize("fow", [False, True])
 async def test_01_02_job_not_found(fow: bool) -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"job is not found with FinishOrphanedWorkloads disabled",
-    # "job is not found with FinishOrphanedWorkloads enabled".
     w = await world(features=FeatureGates(FinishOrphanedWorkloads=fow))
     wl = base_wl(reserved=False)
     wl["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job",
@@ -89,10 +96,12 @@ async def test_01_02_job_not_found(fow: bool) -> None:
     assert w.recorder.events == []
 
 
+@pytest.mark.kueue_case(
+    "TestReconciler/job is deleted with FinishOrphanedWorkloads disabled",
+    "TestReconciler/job is deleted with FinishOrphanedWorkloads enabled",
+)
 @pytest.mark.parametrize("fow", [False, True])
 async def test_03_04_job_being_deleted(fow: bool) -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"job is deleted with FinishOrphanedWorkloads disabled",
-    # "job is deleted with FinishOrphanedWorkloads enabled".
     w = await world(features=FeatureGates(FinishOrphanedWorkloads=fow))
     job = base_job()
     job["metadata"]["finalizers"] = ["example.com/keep"]
@@ -119,6 +128,26 @@ RECOVERING = ("False", "WaitForRecovery", "At least one pod has failed, waiting 
 READY = "All pods reached readiness and the workload is running"
 
 
+@pytest.mark.kueue_case(
+    "TestReconciler/PodsReady is set to False before Workload is Admitted",
+    "TestReconciler/PodsReady is set to False after Workload is Admitted but not all Pods "
+    "reached readiness",
+    "TestReconciler/PodsReady is set to False after Workload is Admitted, some Pods became ready "
+    "but not all Pods reached readiness",
+    "TestReconciler/PodsReady is set to True after Workload is Admitted and all Pods reached "
+    "readiness",
+    "TestReconciler/PodsReady is set to True after Workload is Admitted and all Pods reached "
+    "readiness without previous PodsReady condition",
+    "TestReconciler/PodsReady is set to False after Workload is running and one pod failed",
+    "TestReconciler/PodsReady continues to be False after a pod failed and workload is still "
+    "recovering",
+    "TestReconciler/PodsReady is set to True after failing pod recovered",
+    "TestReconciler/PodsReady=False has the new Reason if there was the old one before (pre "
+    "v0.11.0)",
+    "TestReconciler/PodsReady=True has the new Reason if there was the old one before (pre "
+    "v0.11.0)",
+    "TestReconciler/PodsReady is set to False if there's an invalid Reason (pre v0.11.0)",
+)
 @pytest.mark.parametrize(("case", "job_running", "job_status", "admitted", "previous", "want"), [
     ("05 before admission", False, {}, False, None, WAIT_START),
     ("06 admitted, not ready", False, {}, True, None, WAIT_START),
@@ -141,17 +170,6 @@ READY = "All pods reached readiness and the workload is running"
 async def test_05_15_pods_ready(case: str, job_running: bool, job_status: dict[str, Any],
                                 admitted: bool, previous: tuple[str, str] | None,
                                 want: tuple[str, str, str] | None) -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"PodsReady is set to False before Workload is Admitted",
-    # "PodsReady is set to False after Workload is Admitted but not all Pods reached readiness",
-    # "PodsReady is set to False after Workload is Admitted, some Pods became ready but not all Pods
-    # reached readiness", "PodsReady is set to True after Workload is Admitted and all Pods reached
-    # readiness", "PodsReady is set to True after Workload is Admitted and all Pods reached
-    # readiness without previous PodsReady condition", "PodsReady is set to False after Workload is
-    # running and one pod failed", "PodsReady continues to be False after a pod failed and workload
-    # is still recovering", "PodsReady is set to True after failing pod recovered", "PodsReady=False
-    # has the new Reason if there was the old one before (pre v0.11.0)", "PodsReady=True has the new
-    # Reason if there was the old one before (pre v0.11.0)", "PodsReady is set to False if there's
-    # an invalid Reason (pre v0.11.0)".
     w = await world(wait_for_pods_ready=True)
     job = base_job(suspend=not job_running)
     if job_status:
@@ -183,6 +201,12 @@ async def test_05_15_pods_ready(case: str, job_running: bool, job_status: dict[s
 # --- 16-18, 21, 38, 39, 42: start ----------------------------------------------------------
 
 
+@pytest.mark.kueue_case(
+    "TestReconciler/PodSet label and Workload annotation are set when Job is starting; "
+    "TopologyAwareScheduling enabled",
+    "TestReconciler/Pod queue labels are not set when AssignQueueLabelsForPods is disabled",
+    "TestReconciler/Pod cluster queue label is not set when cluster queue name is too long",
+)
 @pytest.mark.parametrize(("gates", "cq", "labels", "workload_annotation"), [
     ({"TopologyAwareScheduling": True, "AssignQueueLabelsForPods": True}, "cq",
      {c.PODSET_LABEL: "main", c.LOCAL_QUEUE_LABEL: "foo", c.CLUSTER_QUEUE_LABEL: "cq"}, True),
@@ -192,10 +216,6 @@ async def test_05_15_pods_ready(case: str, job_running: bool, job_status: dict[s
 ])
 async def test_16_17_18_start_labels(gates: dict[str, bool], cq: str, labels: dict[str, str],
                                      workload_annotation: bool) -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"PodSet label and Workload annotation are set when Job is
-    # starting; TopologyAwareScheduling enabled", "Pod queue labels are not set when
-    # AssignQueueLabelsForPods is disabled", "Pod cluster queue label is not set when cluster queue
-    # name is too long".
     w = await world(features=FeatureGates(**gates), manage_jobs_without_queue_name=True,
                     managed_jobs_namespace_selector=LabelSelector.parse(""))
     job = await w.create_job(base_job())
@@ -217,9 +237,10 @@ def check(name: str, **updates: Any) -> dict[str, Any]:
             "message": "", "podSetUpdates": [update]}
 
 
+@pytest.mark.kueue_case(
+    "TestReconciler/when workload is admitted the PodSetUpdates are propagated to job",
+)
 async def test_21_admission_check_pod_set_updates_propagate() -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"when workload is admitted the PodSetUpdates are propagated
-    # to job".
     w = await world()
     job = await w.create_job(base_job())
     wl = base_wl(admitted_at=w.ts())
@@ -233,9 +254,10 @@ async def test_21_admission_check_pod_set_updates_propagate() -> None:
     assert w.recorder.events == [(NORMAL, "Started", "Admitted by clusterQueue cq")]
 
 
+@pytest.mark.kueue_case(
+    "TestReconciler/when workload is admitted the PodSetUpdates values matching for key",
+)
 async def test_38_matching_pod_set_updates_merge() -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"when workload is admitted the PodSetUpdates values
-    # matching for key".
     w = await world()
     job = await w.create_job(base_job())
     wl = base_wl(admitted_at=w.ts())
@@ -263,9 +285,10 @@ async def test_38_matching_pod_set_updates_merge() -> None:
     assert w.recorder.events == [(NORMAL, "Started", "Admitted by clusterQueue cq")]
 
 
+@pytest.mark.kueue_case(
+    "TestReconciler/suspended job with partial admission and admitted workload is unsuspended",
+)
 async def test_42_partial_admission_start_sets_parallelism() -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"suspended job with partial admission and admitted workload
-    # is unsuspended".
     w = await world()
     job = base_job()
     job["metadata"]["annotations"] = {c.JOB_MIN_PARALLELISM_ANNOTATION: "5"}
@@ -281,9 +304,11 @@ async def test_42_partial_admission_start_sets_parallelism() -> None:
     assert w.recorder.events == [(NORMAL, "Started", "Admitted by clusterQueue cq")]
 
 
+@pytest.mark.kueue_case(
+    "TestReconciler/unsuspended job with partial admission and non-matching admitted workload is "
+    "suspended and workload is deleted",
+)
 async def test_43_running_partial_job_with_non_matching_workload() -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"unsuspended job with partial admission and non-matching
-    # admitted workload is suspended and workload is deleted".
     w = await world()
     job = base_job(suspend=False)
     job["metadata"]["annotations"] = {c.JOB_MIN_PARALLELISM_ANNOTATION: "5"}
@@ -312,6 +337,14 @@ def evicted(w: World, reason: str, message: str, ago: float = 0) -> dict[str, An
     return cond("Evicted", "True", reason, message, w.ts(ago))
 
 
+@pytest.mark.kueue_case(
+    "TestReconciler/when workload is evicted due to pods ready timeout, job gets suspended and "
+    "quota is unset",
+    "TestReconciler/when workload is evicted due to admission check, job gets suspended",
+    "TestReconciler/when workload is evicted due to cluster queue stopped, job gets suspended",
+    "TestReconciler/when workload is evicted due to local queue stopped, job gets suspended",
+    "TestReconciler/when workload is evicted due to preemption, job gets suspended",
+)
 @pytest.mark.parametrize(("reason", "message", "requeued"), [
     ("PodsReadyTimeout", "Exceeded the PodsReady timeout", "False"),
     ("AdmissionCheck", "At least one admission check is false", "False"),
@@ -319,13 +352,10 @@ def evicted(w: World, reason: str, message: str, ago: float = 0) -> dict[str, An
     ("LocalQueueStopped", "The LocalQueue is stopped", "False"),
     ("Preempted", "Preempted", "True"),
 ])
-async def test_28_32_eviction_reasons(reason: str, message: str, requeued: str) -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"when workload is evicted due to pods ready timeout, job
-    # gets suspended and quota is unset", "when workload is evicted due to admission check, job gets
-    # suspended", "when workload is evicted due to cluster queue stopped, job gets suspended", "when
-    # workload is evicted due to local queue stopped, job gets suspended", "when workload is evicted
-    # due to preemption, job gets suspended".
-    w = await world(features=MAIN)
+@VERSIONS
+async def test_28_32_eviction_reasons(reason: str, message: str, requeued: str,
+                                      version: KueueVersion) -> None:
+    w = await world(features=FeatureGates(version=version))
     job = await w.create_job(running(base_job()))
     wl = with_cond(base_wl(admitted_at=w.ts(1)), evicted(w, reason, message))
     wl["status"]["admissionChecks"] = [{"name": "check", "state": "Ready",
@@ -336,7 +366,7 @@ async def test_28_32_eviction_reasons(reason: str, message: str, requeued: str) 
     got = w.workload("wl")
     conds = conditions_of(got)
     assert conds["Requeued"] == (requeued, reason, message)
-    assert conds["QuotaReserved"] == ("False", "PendingEvaluation", message)
+    assert conds["QuotaReserved"] == ("False", QUOTA_RELEASED_REASON[version], message)
     assert conds["Admitted"] == ("False", "NoReservation", "The workload has no reservation")
     assert "admission" not in got["status"]
     assert got["status"]["accumulatedPastExecutionTimeSeconds"] == 1
@@ -346,6 +376,21 @@ async def test_28_32_eviction_reasons(reason: str, message: str, requeued: str) 
 DEACTIVATED = "The workload is deactivated"
 
 
+@pytest.mark.kueue_case(
+    "TestReconciler/when workload is evicted due to spec.active field being false, job gets "
+    "suspended and quota is unset",
+    "TestReconciler/when workload is active after deactivation; "
+    "objectRetentionPolicies.workloads.afterDeactivatedByKueue=0; should not delete the job",
+    "TestReconciler/when workload is manually deactivated; "
+    "objectRetentionPolicies.workloads.afterDeactivatedByKueue=0; should not delete the job",
+    "TestReconciler/when workload is deactivated by kueue; "
+    "objectRetentionPolicies.workloads.afterDeactivatedByKueue=0; should delete the job",
+    "TestReconciler/when workload is deactivated by kueue; "
+    "objectRetentionPolicies.workloads.afterDeactivatedByKueue=60; retention period has not "
+    "expired",
+    "TestReconciler/when workload is deactivated by kueue; "
+    "objectRetentionPolicies.workloads.afterDeactivatedByKueue=60; retention period has expired",
+)
 @pytest.mark.parametrize(("case", "retention", "active", "reason", "evicted_ago",
                           "admitted_ago", "deleted", "requeue_after"), [
     ("22 manual deactivation, no policy", None, False, "Deactivated", 0, 1, False, None),
@@ -359,22 +404,13 @@ DEACTIVATED = "The workload is deactivated"
     ("27 retention expired", 60, False, "DeactivatedDueToRequeuingLimitExceeded", 60, 120,
      True, None),
 ])
+@VERSIONS
 async def test_22_27_deactivation_and_retention(
     case: str, retention: float | None, active: bool, reason: str, evicted_ago: float,
-    admitted_ago: float, deleted: bool, requeue_after: float | None,
+    admitted_ago: float, deleted: bool, requeue_after: float | None, version: KueueVersion,
 ) -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"when workload is evicted due to spec.active field being
-    # false, job gets suspended and quota is unset", "when workload is active after deactivation;
-    # objectRetentionPolicies.workloads.afterDeactivatedByKueue=0; should not delete the job", "when
-    # workload is manually deactivated; objectRetentionPolicies.workloads.afterDeactivatedByKueue=0;
-    # should not delete the job", "when workload is deactivated by kueue;
-    # objectRetentionPolicies.workloads.afterDeactivatedByKueue=0; should delete the job", "when
-    # workload is deactivated by kueue;
-    # objectRetentionPolicies.workloads.afterDeactivatedByKueue=60; retention period has not
-    # expired", "when workload is deactivated by kueue;
-    # objectRetentionPolicies.workloads.afterDeactivatedByKueue=60; retention period has expired".
     policy = WorkloadRetentionPolicy(retention) if retention is not None else None
-    w = await world(workload_retention_policy=policy, features=MAIN)
+    w = await world(workload_retention_policy=policy, features=FeatureGates(version=version))
     job = await w.create_job(running(base_job()))
     wl = with_cond(base_wl(admitted_at=w.ts(admitted_ago)),
                    evicted(w, reason, DEACTIVATED, evicted_ago))
@@ -384,7 +420,7 @@ async def test_22_27_deactivation_and_retention(
     await w.server.settle()
     got = w.workload("wl")
     conds = conditions_of(got)
-    assert conds["QuotaReserved"] == ("False", "PendingEvaluation", DEACTIVATED), case
+    assert conds["QuotaReserved"] == ("False", QUOTA_RELEASED_REASON[version], DEACTIVATED), case
     assert conds["Requeued"] == ("False", reason, DEACTIVATED)
     assert conds["Admitted"] == ("False", "NoReservation", "The workload has no reservation")
     assert conds["Evicted"] == ("True", reason, DEACTIVATED)
@@ -399,10 +435,11 @@ async def test_22_27_deactivation_and_retention(
     assert result.requeue_after == (requeue_after or 0.0)
 
 
+@pytest.mark.kueue_case(
+    "TestReconciler/when job is initially suspended, the Workload has active=false and it's not "
+    "admitted, it should not get an evicted condition, but the job should remain suspended",
+)
 async def test_33_inactive_unadmitted_workload_changes_nothing() -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"when job is initially suspended, the Workload has
-    # active=false and it's not admitted, it should not get an evicted condition, but the job should
-    # remain suspended".
     w = await world()
     job = await w.create_job(base_job())
     wl = base_wl(reserved=False)
@@ -423,13 +460,16 @@ async def test_33_inactive_unadmitted_workload_changes_nothing() -> None:
 # --- 34-37: FailedToStart -----------------------------------------------------------------
 
 
+@pytest.mark.kueue_case(
+    "TestReconciler/when workload is admitted and PodSetUpdates conflict between admission "
+    "checks on labels, the workload is finished with failure",
+    "TestReconciler/when workload is admitted and PodSetUpdates conflict between admission "
+    "checks on annotations, the workload is finished with failure",
+    "TestReconciler/when workload is admitted and PodSetUpdates conflict between admission "
+    "checks on nodeSelector, the workload is finished with failure",
+)
 @pytest.mark.parametrize("field", ["labels", "annotations", "nodeSelector"])
 async def test_34_36_conflicting_checks_fail_to_start(field: str) -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"when workload is admitted and PodSetUpdates conflict
-    # between admission checks on labels, the workload is finished with failure", "when workload is
-    # admitted and PodSetUpdates conflict between admission checks on annotations, the workload is
-    # finished with failure", "when workload is admitted and PodSetUpdates conflict between
-    # admission checks on nodeSelector, the workload is finished with failure".
     w = await world()
     job = await w.create_job(base_job())
     wl = base_wl(admitted_at=w.ts())
@@ -446,10 +486,11 @@ async def test_34_36_conflicting_checks_fail_to_start(field: str) -> None:
     assert w.recorder.events == []
 
 
+@pytest.mark.kueue_case(
+    "TestReconciler/when workload is admitted and PodSetUpdates conflict between admission check "
+    "nodeSelector and current node selector, the workload is finished with failure",
+)
 async def test_37_check_conflicts_with_job_node_selector() -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"when workload is admitted and PodSetUpdates conflict
-    # between admission check nodeSelector and current node selector, the workload is finished with
-    # failure".
     w = await world()
     job = base_job()
     job["spec"]["template"]["spec"]["nodeSelector"] = {"provisioning": "spot"}
@@ -471,9 +512,10 @@ async def test_37_check_conflicts_with_job_node_selector() -> None:
 # --- 45-49, 56, 69-71: queue name and priority ------------------------------------------------
 
 
+@pytest.mark.kueue_case(
+    "TestReconciler/the workload is updated when queue name has changed for suspended job",
+)
 async def test_45_queue_name_change_updates_workload() -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"the workload is updated when queue name has changed for
-    # suspended job".
     w = await world()
     job = base_job()
     job["metadata"]["labels"][c.QUEUE_LABEL] = "test-queue-new"
@@ -493,10 +535,12 @@ def with_priority(wl: dict[str, Any], group: str, kind: str, name: str,
 
 WPC_REF = ("kueue.x-k8s.io", "WorkloadPriorityClass")
 PC_REF = ("scheduling.k8s.io", "PriorityClass")
+WPC_NOT_FOUND = (WARNING, "WorkloadPriorityClassNotFound",
+                 'WorkloadPriorityClass "missing-wpc" not found')
 
 
 async def test_46_missing_wpc_warns_and_creates_nothing() -> None:
-    w = await world(features=MAIN)
+    w = await world(features=FeatureGates(version=MAIN))
     await w.wpc("test-wpc", 100)
     job = base_job()
     job["metadata"]["labels"][c.WORKLOAD_PRIORITY_CLASS_LABEL] = "missing-wpc"
@@ -508,22 +552,26 @@ async def test_46_missing_wpc_warns_and_creates_nothing() -> None:
                                   'WorkloadPriorityClass "missing-wpc" not found')]
 
 
+@pytest.mark.kueue_case(
+    "TestReconciler/the workload is updated when priority class has changed for suspended job",
+)
 @pytest.mark.parametrize(("case", "ref", "label", "want_error", "want", "events"), [
     ("47 pod PriorityClass left alone", (*PC_REF, "pod-high", 2000), "missing-wpc", False,
      None, []),
     ("48 label changed to a missing class", (*WPC_REF, "test-wpc", 100), "missing-wpc", True,
-     None, [(WARNING, "WorkloadPriorityClassNotFound",
-             'WorkloadPriorityClass "missing-wpc" not found')]),
+     None, [WPC_NOT_FOUND]),
     ("49 label changed", (*WPC_REF, "test-wpc", 100), "test-wpc-high", False,
      ("test-wpc-high", 200),
      [(NORMAL, "UpdatedWorkload", "Updated workload priority class: ns/job")]),
 ])
+@VERSIONS
 async def test_47_49_priority_sync(case: str, ref: tuple[str, str, str, int], label: str,
                                    want_error: bool, want: tuple[str, int] | None,
-                                   events: list[tuple[str, str, str]]) -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"the workload is updated when priority class has changed
-    # for suspended job".
-    w = await world(features=MAIN)
+                                   events: list[tuple[str, str, str]],
+                                   version: KueueVersion) -> None:
+    if version is V0_19:  # v0.19.2 returns the NotFound without recording an event
+        events = [e for e in events if e != WPC_NOT_FOUND]
+    w = await world(features=FeatureGates(version=version))
     await w.wpc("test-wpc", 100)
     await w.wpc("test-wpc-high", 200)
     job = base_job()
@@ -546,8 +594,8 @@ async def test_47_49_priority_sync(case: str, ref: tuple[str, str, str, int], la
     assert w.recorder.events == events, case
 
 
+@pytest.mark.kueue_case("TestReconciler/shouldn't update workload when priority class no changes")
 async def test_56_unchanged_pod_priority_class() -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"shouldn't update workload when priority class no changes".
     w = await world()
     await w.priority_class("test-pc", 200)
     job = base_job()
@@ -562,6 +610,12 @@ async def test_56_unchanged_pod_priority_class() -> None:
     assert w.recorder.events == []
 
 
+@pytest.mark.kueue_case(
+    "TestReconciler/the workload is created when queue name is set, with workloadPriorityClass",
+    "TestReconciler/the workload is created when queue name is set, with PriorityClass",
+    "TestReconciler/the workload is created when queue name is set, with workloadPriorityClass "
+    "and PriorityClass",
+)
 @pytest.mark.parametrize(("case", "wpc_label", "pod_pc", "want_ref", "want_priority"), [
     ("69 workloadPriorityClass", "test-wpc", None,
      {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "test-wpc"}, 100),
@@ -573,10 +627,6 @@ async def test_56_unchanged_pod_priority_class() -> None:
 async def test_69_71_priority_on_creation(case: str, wpc_label: str | None,
                                           pod_pc: str | None, want_ref: dict[str, str],
                                           want_priority: int) -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"the workload is created when queue name is set, with
-    # workloadPriorityClass", "the workload is created when queue name is set, with PriorityClass",
-    # "the workload is created when queue name is set, with workloadPriorityClass and
-    # PriorityClass".
     w = await world()
     await w.wpc("test-wpc", 100)
     await w.priority_class("test-pc", 200)
@@ -614,9 +664,11 @@ async def test_default_priority_class_is_the_lowest_global_default() -> None:
 # --- 57-58, 72, 82-85: creation conditions ----------------------------------------------------
 
 
+@pytest.mark.kueue_case(
+    "TestReconciler/the workload without uid label is created when job's uid is longer than 63 "
+    "characters",
+)
 async def test_57_long_uid_gets_no_uid_label() -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"the workload without uid label is created when job's uid
-    # is longer than 63 characters".
     w = await world()
     job = running(base_job())
     job["metadata"]["labels"][c.QUEUE_LABEL] = "test-queue"
@@ -630,8 +682,8 @@ async def test_57_long_uid_gets_no_uid_label() -> None:
         (NORMAL, "CreatedWorkload", "Created Workload: ns/job-job-bf838")]
 
 
+@pytest.mark.kueue_case("TestReconciler/the workload is not created when queue name is not set")
 async def test_58_no_queue_name_no_workload() -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"the workload is not created when queue name is not set".
     w = await world()
     await w.create_job(running(base_job(queue=None)))
     await w.reconcile()
@@ -640,9 +692,8 @@ async def test_58_no_queue_name_no_workload() -> None:
     assert w.recorder.events == []
 
 
+@pytest.mark.kueue_case("TestReconciler/the workload shouldn't be recreated for the completed job")
 async def test_72_completed_job_gets_no_workload() -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"the workload shouldn't be recreated for the completed
-    # job".
     w = await world()
     job = base_job()
     job["status"] = {"conditions": [{"type": "Complete", "status": "True"}]}
@@ -652,9 +703,10 @@ async def test_72_completed_job_gets_no_workload() -> None:
     assert w.recorder.events == []
 
 
+@pytest.mark.kueue_case(
+    "TestReconciler/the maximum execution time is passed to the created workload",
+)
 async def test_82_max_execution_time_passed_to_workload() -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"the maximum execution time is passed to the created
-    # workload".
     w = await world()
     job = base_job()
     job["metadata"]["labels"][c.MAX_EXEC_TIME_SECONDS_LABEL] = "10"
@@ -669,8 +721,8 @@ async def test_82_max_execution_time_passed_to_workload() -> None:
         (NORMAL, "CreatedWorkload", "Created Workload: ns/job-job-b3219")]
 
 
+@pytest.mark.kueue_case("TestReconciler/the maximum execution time is updated in the workload")
 async def test_83_max_execution_time_updated() -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"the maximum execution time is updated in the workload".
     w = await world()
     job = base_job()
     job["metadata"]["labels"][c.MAX_EXEC_TIME_SECONDS_LABEL] = "10"
@@ -684,9 +736,11 @@ async def test_83_max_execution_time_updated() -> None:
         (NORMAL, "UpdatedWorkload", "Updated not matching Workload for suspended job: ns/job")]
 
 
+@pytest.mark.kueue_case(
+    "TestReconciler/job with queue name is not reconciled in unlabelled namespace when "
+    "AlwaysRespected is enabled",
+)
 async def test_84_unlabelled_namespace_is_ignored_even_with_queue() -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"job with queue name is not reconciled in unlabelled
-    # namespace when AlwaysRespected is enabled".
     w = await world(managed_jobs_namespace_selector=LabelSelector.parse("managed-by-kueue=true"))
     await w.create_job(running(base_job()))
     await w.reconcile()
@@ -695,9 +749,11 @@ async def test_84_unlabelled_namespace_is_ignored_even_with_queue() -> None:
     assert w.recorder.events == []
 
 
+@pytest.mark.kueue_case(
+    "TestReconciler/job with queue name is reconciled in labelled namespace when AlwaysRespected "
+    "is enabled",
+)
 async def test_85_labelled_namespace_is_reconciled() -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"job with queue name is reconciled in labelled namespace
-    # when AlwaysRespected is enabled".
     w = await world(managed_jobs_namespace_selector=LabelSelector.parse("managed-by-kueue=true"),
                     manage_jobs_without_queue_name=True)
     job = base_job(namespace="labelled-ns")
@@ -730,6 +786,14 @@ async def child_world(*, mjwqn: bool, parent_wl: str | None, admitted: bool,
     return w
 
 
+@pytest.mark.kueue_case(
+    "TestReconciler/non-standalone job is suspended if its parent workload is not found",
+    "TestReconciler/non-standalone job is not suspended if its parent workload is admitted",
+    "TestReconciler/non-standalone job is suspended if its parent workload is found and not "
+    "admitted",
+    "TestReconciler/non-standalone job is not suspended if its parent workload is admitted and "
+    "queue name is set",
+)
 @pytest.mark.parametrize(("case", "mjwqn", "parent_wl", "admitted", "child_queue", "suspended"), [
     ("59 parent workload not found", False, None, False, None, True),
     ("60 parent workload admitted", True, "unit-test", True, None, False),
@@ -738,11 +802,6 @@ async def child_world(*, mjwqn: bool, parent_wl: str | None, admitted: bool,
 ])
 async def test_59_62_child_jobs(case: str, mjwqn: bool, parent_wl: str | None, admitted: bool,
                                 child_queue: str | None, suspended: bool) -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"non-standalone job is suspended if its parent workload is
-    # not found", "non-standalone job is not suspended if its parent workload is admitted",
-    # "non-standalone job is suspended if its parent workload is found and not admitted",
-    # "non-standalone job is not suspended if its parent workload is admitted and queue name is
-    # set".
     w = await child_world(mjwqn=mjwqn, parent_wl=parent_wl, admitted=admitted,
                           child_queue=child_queue)
     before = len(w.workloads())
@@ -771,8 +830,8 @@ async def test_job_nesting_too_deep_is_a_warning() -> None:
 # --- 63-66, 68: matching, restore, finished ----------------------------------------------------
 
 
+@pytest.mark.kueue_case("TestReconciler/checking a second non-matching workload is deleted")
 async def test_63_second_non_matching_workload_is_deleted() -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"checking a second non-matching workload is deleted".
     w = await world(manage_jobs_without_queue_name=True)
     job = await w.create_job(running(base_job(parallelism=5)))
     first = base_wl("first-workload", count=5, admitted_at=w.ts())
@@ -788,6 +847,13 @@ async def test_63_second_non_matching_workload_is_deleted() -> None:
         (NORMAL, "DeletedWorkload", "Deleted not matching Workload: ns/second-workload")]
 
 
+@pytest.mark.kueue_case(
+    "TestReconciler/when workload is evicted, suspend, reset startTime and restore node affinity",
+    "TestReconciler/when workload is evicted but suspended, reset startTime and restore node "
+    "affinity",
+    "TestReconciler/when workload is evicted, suspended and startTime is reset, restore node "
+    "affinity",
+)
 @pytest.mark.parametrize(("case", "suspended", "start_time", "events"), [
     ("64 running", False, True, [(NORMAL, "Stopped", "")]),
     ("65 suspended, startTime set", True, True, []),
@@ -796,10 +862,6 @@ async def test_63_second_non_matching_workload_is_deleted() -> None:
 async def test_64_66_eviction_restores_node_selector(
     case: str, suspended: bool, start_time: bool, events: list[tuple[str, str, str]],
 ) -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"when workload is evicted, suspend, reset startTime and
-    # restore node affinity", "when workload is evicted but suspended, reset startTime and restore
-    # node affinity", "when workload is evicted, suspended and startTime is reset, restore node
-    # affinity".
     w = await world()
     job = base_job(suspend=suspended)
     job["spec"]["template"]["spec"]["nodeSelector"] = {"provisioning": "spot"}
@@ -823,8 +885,8 @@ async def test_64_66_eviction_restores_node_selector(
     assert w.recorder.events == events
 
 
+@pytest.mark.kueue_case("TestReconciler/when the workload is finished, its finalizer is removed")
 async def test_68_finished_workload_loses_its_finalizer() -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"when the workload is finished, its finalizer is removed".
     w = await world()
     job = await w.create_job(base_job())
     wl = base_wl("a", reserved=False)
@@ -854,9 +916,10 @@ def prebuilt_job() -> dict[str, Any]:
     return job
 
 
+@pytest.mark.kueue_case(
+    "TestReconciler/when the prebuilt workload exists its owner info is updated",
+)
 async def test_74_prebuilt_workload_gets_owner() -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"when the prebuilt workload exists its owner info is
-    # updated".
     w = await world()
     await w.create_job(prebuilt_job())
     await w.create_workload(prebuilt())
@@ -870,8 +933,8 @@ async def test_74_prebuilt_workload_gets_owner() -> None:
     assert w.recorder.events == [(NORMAL, "Stopped", "Not admitted by cluster queue")]
 
 
+@pytest.mark.kueue_case("TestReconciler/when the prebuilt workload is owned by another object")
 async def test_75_prebuilt_workload_owned_by_another_object() -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"when the prebuilt workload is owned by another object".
     w = await world()
     await w.create_job(prebuilt_job())
     wl = prebuilt()
@@ -887,8 +950,8 @@ async def test_75_prebuilt_workload_owned_by_another_object() -> None:
     assert w.recorder.events == [(NORMAL, "Stopped", "missing workload")]
 
 
+@pytest.mark.kueue_case("TestReconciler/when the prebuilt workload is not equivalent to the job")
 async def test_76_prebuilt_workload_out_of_sync_is_finished() -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"when the prebuilt workload is not equivalent to the job".
     w = await world()
     await w.create_job(prebuilt_job())
     await w.create_workload(prebuilt(count=1))
@@ -926,9 +989,10 @@ async def tolerations_world(*, job_running: bool, reserved: bool, admitted: bool
     return w
 
 
+@pytest.mark.kueue_case(
+    "TestReconciler/the workload is not admitted, tolerations and node selector change",
+)
 async def test_77_unadmitted_workload_follows_tolerations() -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"the workload is not admitted, tolerations and node
-    # selector change".
     w = await tolerations_world(job_running=False, reserved=False, admitted=False)
     await w.reconcile()
     spec = w.workload("job-job-b3219")["spec"]["podSets"][0]["template"]["spec"]
@@ -939,9 +1003,10 @@ async def test_77_unadmitted_workload_follows_tolerations() -> None:
                                   "ns/job-job-b3219")]
 
 
+@pytest.mark.kueue_case(
+    "TestReconciler/the workload is admitted, tolerations and node selector change",
+)
 async def test_78_admitted_workload_ignores_tolerations() -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"the workload is admitted, tolerations and node selector
-    # change".
     w = await tolerations_world(job_running=True, reserved=True, admitted=True)
     before = w.workload("job-job-b3219")
     job_before = w.job()
@@ -951,9 +1016,10 @@ async def test_78_admitted_workload_ignores_tolerations() -> None:
     assert w.recorder.events == []
 
 
+@pytest.mark.kueue_case(
+    "TestReconciler/the workload is admitted, job still suspended and tolerations change",
+)
 async def test_79_reserved_unadmitted_workload_is_deleted() -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"the workload is admitted, job still suspended and
-    # tolerations change".
     w = await tolerations_world(job_running=False, reserved=True, admitted=False)
     with pytest.raises(NoMatchingWorkloadsError):
         await w.reconcile()
@@ -963,6 +1029,10 @@ async def test_79_reserved_unadmitted_workload_is_deleted() -> None:
                                   "Deleted not matching Workload: ns/job-job-b3219")]
 
 
+@pytest.mark.kueue_case(
+    "TestReconciler/admission check message is emitted as event for job",
+    "TestReconciler/multiple admission check messages are emitted as a single event for job",
+)
 @pytest.mark.parametrize(("checks", "message"), [
     ([("acName", "Not admitted, ETA: 2024-02-22T10:36:40Z.")],
      "acName: Not admitted, ETA: 2024-02-22T10:36:40Z."),
@@ -971,8 +1041,6 @@ async def test_79_reserved_unadmitted_workload_is_deleted() -> None:
 ])
 async def test_80_81_admission_check_messages(checks: list[tuple[str, str]],
                                               message: str) -> None:
-    # Ports Kueue v0.19.2 TestReconciler/"admission check message is emitted as event for job",
-    # "multiple admission check messages are emitted as a single event for job".
     w = await world()
     job = await w.create_job(base_job())
     wl = base_wl()

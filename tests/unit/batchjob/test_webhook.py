@@ -56,6 +56,17 @@ MULTIKUEUE = StaticQueueLookup(
                        "spec": {"controllerName": c.MULTIKUEUE_CONTROLLER_NAME}}])
 
 
+@pytest.mark.kueue_case(
+    "TestBaseWebhookDefault/update the suspend field with 'manageJobsWithoutQueueName=false'",
+    "TestBaseWebhookDefault/update the suspend field 'manageJobsWithoutQueueName=true'",
+    "TestBaseWebhookDefault/default lq is created, job doesn't have queue label",
+    "TestBaseWebhookDefault/default lq is created, job has queue label",
+    "TestBaseWebhookDefault/default lq isn't created, job doesn't have queue label",
+    "TestBaseWebhookDefault/ManagedByDefaulting, targeting multikueue local queue",
+    "TestBaseWebhookDefault/ManagedByDefaulting, targeting non-multikueue local queue",
+    "TestBaseWebhookDefault/job in unmanaged namespace with default lq should not get queue "
+    "label or be suspended",
+)
 @pytest.mark.parametrize(("case", "obj", "options", "check"), [
     ("W1 suspend", job(), {}, lambda o: o["spec"]["suspend"] is True),
     ("W2 suspend, manage jobs without queue", job(),
@@ -81,13 +92,6 @@ MULTIKUEUE = StaticQueueLookup(
 ])
 async def test_w1_w10_default(case: str, obj: dict[str, Any], options: dict[str, Any],
                               check: Any) -> None:
-    # Ports Kueue v0.19.2 TestBaseWebhookDefault/"update the suspend field with
-    # 'manageJobsWithoutQueueName=false'", "update the suspend field
-    # 'manageJobsWithoutQueueName=true'", "default lq is created, job doesn't have queue label",
-    # "default lq is created, job has queue label", "default lq isn't created, job doesn't have
-    # queue label", "ManagedByDefaulting, targeting multikueue local queue", "ManagedByDefaulting,
-    # targeting non-multikueue local queue", "job in unmanaged namespace with default lq should not
-    # get queue label or be suspended".
     w = World()
     await w.setup()
     await w.client.create({"apiVersion": "v1", "kind": "Namespace",
@@ -98,9 +102,11 @@ async def test_w1_w10_default(case: str, obj: dict[str, Any], options: dict[str,
     assert check(obj), case
 
 
+@pytest.mark.kueue_case(
+    "TestBaseWebhookDefault/ManagedByDefaulting, targeting multikueue local queue but already "
+    "managaed by someone else",
+)
 async def test_w8_already_managed_by_someone_else() -> None:
-    # Ports Kueue v0.19.2 TestBaseWebhookDefault/"ManagedByDefaulting, targeting multikueue local
-    # queue but already managaed by someone else".
     w = World()
     obj = job(queue="multikueue")
     obj["spec"]["managedBy"] = "someone-else"
@@ -178,9 +184,12 @@ class CustomJob(BatchJob):
 CUSTOM = invalid(new_path("metadata", "annotations"), None, "custom validation test error")
 
 
+@pytest.mark.kueue_case(
+    "TestValidateOnCreate/valid request",
+    "TestValidateOnCreate/invalid request",
+    "TestValidateOnCreate/invalid request custom validation error",
+)
 async def test_w11_w13_validate_create() -> None:
-    # Ports Kueue v0.19.2 TestValidateOnCreate/"valid request", "invalid request", "invalid request
-    # custom validation error".
     w = World()
     webhook = BaseWebhook(CustomJob, w.client)
     CustomJob.outcome = None
@@ -197,9 +206,12 @@ async def test_w11_w13_validate_create() -> None:
         await webhook.validate_create(bad)
 
 
+@pytest.mark.kueue_case(
+    "TestValidateOnUpdate/valid request",
+    "TestValidateOnUpdate/invalid request",
+    "TestValidateOnUpdate/invalid request custom validation error",
+)
 async def test_w14_w16_validate_update() -> None:
-    # Ports Kueue v0.19.2 TestValidateOnUpdate/"valid request", "invalid request", "invalid request
-    # custom validation error".
     w = World()
     webhook = BaseWebhook(CustomJob, w.client)
     CustomJob.outcome = None
@@ -215,30 +227,36 @@ async def test_w14_w16_validate_update() -> None:
         await webhook.validate_update(job(), job(queue="changed"))
 
 
+@pytest.mark.kueue_case(
+    "TestValidateCreate/invalid partial admission annotation (format)",
+    "TestValidateCreate/invalid partial admission annotation (badValue)",
+    "TestValidateCreate/valid sync completions annotation, wrong job completions type (default)",
+)
 @pytest.mark.parametrize(("annotations", "spec", "message"), [
-    ({c.JOB_MIN_PARALLELISM_ANNOTATION: "5"}, {"parallelism": 4},
+    ({c.JOB_MIN_PARALLELISM_ANNOTATION: "5"}, {"parallelism": 4, "completions": 6},
      "metadata.annotations[kueue.x-k8s.io/job-min-parallelism]: Invalid value: 5: "
      "should be between 0 and 3"),
-    ({c.JOB_MIN_PARALLELISM_ANNOTATION: "x"}, {"parallelism": 4},
-     'metadata.annotations[kueue.x-k8s.io/job-min-parallelism]: Invalid value: "x": '
-     'strconv.Atoi: parsing "x": invalid syntax'),
-    ({c.JOB_COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION: "true"}, {"parallelism": 4},
+    ({c.JOB_MIN_PARALLELISM_ANNOTATION: "NaN"}, {"parallelism": 4, "completions": 6},
+     'metadata.annotations[kueue.x-k8s.io/job-min-parallelism]: Invalid value: "NaN": '
+     'strconv.Atoi: parsing "NaN": invalid syntax'),
+    ({c.JOB_COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION: "true"},
+     {"parallelism": 4, "completions": 4},
      'metadata.annotations[kueue.x-k8s.io/job-completions-equal-parallelism]: Invalid '
      'value: "true": should not be enabled for NonIndexed jobs'),
 ])
 async def test_batch_job_partial_admission_rules(annotations: dict[str, str],
                                                  spec: dict[str, Any], message: str) -> None:
-    # Ports Kueue v0.19.2 TestValidateCreate/"invalid partial admission annotation (format)",
-    # "invalid partial admission annotation (badValue)", "valid sync completions annotation, wrong
-    # job completions type (default)".
     obj = job()
     obj["metadata"]["annotations"] = annotations
     obj["spec"].update(spec)
     with pytest.raises(AggregateError, match=None) as agg:
         await BatchJobWebhook(None).validate_create(obj)
-    assert message in [str(e) for e in agg.value.errors]
+    assert [str(e) for e in agg.value.errors] == [message]
 
 
+@pytest.mark.kueue_case(
+    "TestValidateUpdate/immutable parallelism while unsuspended with partial admission enabled",
+)
 async def test_batch_job_parallelism_frozen_while_partially_admitted_job_runs() -> None:
     old = job()
     old["metadata"]["annotations"] = {c.JOB_MIN_PARALLELISM_ANNOTATION: "2"}

@@ -43,6 +43,11 @@ async def create_errors(obj: dict[str, Any], features: FeatureGates | None = Non
     return []
 
 
+@pytest.mark.kueue_case(
+    "TestValidateCreate/elastic job with required topology is rejected",
+    "TestValidateCreate/elastic job with preferred topology is rejected",
+    "TestValidateCreate/elastic job with unconstrained topology is accepted",
+)
 @pytest.mark.parametrize(("mode", "want"), [
     ("required", [REQUIRED_MSG]),
     ("preferred", [PREFERRED_MSG]),
@@ -50,9 +55,6 @@ async def create_errors(obj: dict[str, Any], features: FeatureGates | None = Non
 ])
 async def test_elastic_job_allows_only_unconstrained_topology(mode: str,
                                                               want: list[str]) -> None:
-    # Ports Kueue v0.19.2 TestValidateCreate/"elastic job with required topology is rejected",
-    # "elastic job with preferred topology is rejected", "elastic job with unconstrained topology is
-    # accepted".
     assert await create_errors(job(**topology(mode))) == want
 
 

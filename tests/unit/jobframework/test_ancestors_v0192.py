@@ -21,9 +21,10 @@ GO = "TestFindAncestorJobManagedByKueue"
 BOTH = ["jobset.x-k8s.io/jobset", "workload.codeflare.dev/appwrapper"]
 
 
+@pytest.mark.kueue_case(
+    "TestFindAncestorJobManagedByKueue/child job has ownerReference with unmanaged workload owner",
+)
 async def test_unmanaged_owner_without_queue_name() -> None:
-    # TestFindAncestorJobManagedByKueue/child job has ownerReference with unmanaged workload
-    # owner
     cron = obj(CRONJOB, "cronjob")
     job = obj(JOB, "job", owner=cron)
     assert await manager().find_ancestor_job_managed_by_kueue(DictReader(cron), job,

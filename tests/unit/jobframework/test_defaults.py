@@ -54,6 +54,15 @@ def parent(kit: Any) -> dict[str, Any]:
     return kit.make_job("parent", "managed-ns", labels={Q: "default"}, uid="parent")
 
 
+@pytest.mark.kueue_case(
+    "TestWorkloadShouldBeSuspended/job with queue name",
+    "TestWorkloadShouldBeSuspended/job with queue name manageJobs",
+    "TestWorkloadShouldBeSuspended/job without queue name",
+    "TestWorkloadShouldBeSuspended/job without queue name with manageJobs",
+    "TestWorkloadShouldBeSuspended/job without queue name but with managed parent with manageJobs",
+    "TestWorkloadShouldBeSuspended/job without queue name with manageJobs with feature disabled",
+    "TestWorkloadShouldBeSuspended/job without queue name with manageJobs in unmanaged ns",
+)
 @pytest.mark.parametrize(
     ("case", "mjwqn", "want"),
     [
@@ -62,15 +71,13 @@ def parent(kit: Any) -> dict[str, Any]:
         ("job without queue name", False, False),
         ("job without queue name with manageJobs", True, True),
         ("job without queue name but with managed parent with manageJobs", True, False),
+        # v0.19.2 sets no gate in this case: its inputs are those of the case above but one.
+        ("job without queue name with manageJobs with feature disabled", True, True),
         ("job without queue name with manageJobs in unmanaged ns", True, False),
     ],
 )
 async def test_workload_should_be_suspended(kit: Any, parent: dict[str, Any], case: str,
                                             mjwqn: bool, want: bool) -> None:
-    # Ports Kueue v0.19.2 TestWorkloadShouldBeSuspended/"job with queue name", "job with queue name
-    # manageJobs", "job without queue name", "job without queue name with manageJobs", "job without
-    # queue name but with managed parent with manageJobs", "job without queue name with manageJobs
-    # with feature disabled", "job without queue name with manageJobs in unmanaged ns".
     namespace = "unmanaged-ns" if "unmanaged ns" in case else "managed-ns"
     labels = {Q: "queue"} if "with queue name" in case else None
     owner = parent if "managed parent" in case else None
@@ -87,6 +94,16 @@ async def test_nil_selector_matches_everything(kit: Any) -> None:
     assert reader.gets == []
 
 
+@pytest.mark.kueue_case(
+    "TestWorkloadShouldBeSuspended/job with ownerReference to a deleted known parent while "
+    "terminating (GC teardown)",
+    "TestWorkloadShouldBeSuspended/job with ownerReference to a deleted known parent while "
+    "terminating, without tolerance",
+    "TestWorkloadShouldBeSuspended/job with ownerReference to a deleted known parent while "
+    "terminating, gate disabled",
+    "TestWorkloadShouldBeSuspended/job with ownerReference to a missing parent while not "
+    "terminating (cache lag)",
+)
 @pytest.mark.parametrize(
     ("deleting", "tolerance", "gate", "want_error"),
     [
@@ -98,11 +115,6 @@ async def test_nil_selector_matches_everything(kit: Any) -> None:
 )
 async def test_missing_parent(kit: Any, parent: dict[str, Any], deleting: bool,
                               tolerance: bool, gate: bool, want_error: bool) -> None:
-    # Ports Kueue v0.19.2 TestWorkloadShouldBeSuspended/"job with ownerReference to a deleted known
-    # parent while terminating (GC teardown)", "job with ownerReference to a deleted known parent
-    # while terminating, without tolerance", "job with ownerReference to a deleted known parent
-    # while terminating, gate disabled", "job with ownerReference to a missing parent while not
-    # terminating (cache lag)".
     obj = kit.make_job(namespace="managed-ns", labels={Q: "queue"}, owner=parent)
     if deleting:
         obj["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
@@ -149,6 +161,14 @@ async def test_apply_default_for_suspend_tolerates_deleting(kit: Any,
     assert not job.is_suspended()
 
 
+@pytest.mark.kueue_case(
+    "TestApplyDefaultLocalQueueWithManagedJobsNamespaceSelector/job in managed namespace gets "
+    "default queue label",
+    "TestApplyDefaultLocalQueueWithManagedJobsNamespaceSelector/job in unmanaged namespace does "
+    "not get default queue label",
+    "TestApplyDefaultLocalQueueWithManagedJobsNamespaceSelector/job in managed namespace with "
+    "existing queue label is not overwritten",
+)
 @pytest.mark.parametrize(("namespace", "labels", "want"), [
     ("managed-ns", None, "default"),
     ("unmanaged-ns", None, None),
@@ -157,9 +177,6 @@ async def test_apply_default_for_suspend_tolerates_deleting(kit: Any,
 async def test_apply_default_local_queue(kit: Any, namespace: str,
                                          labels: dict[str, str] | None,
                                          want: str | None) -> None:
-    # Ports Kueue v0.19.2 TestApplyDefaultLocalQueueWithManagedJobsNamespaceSelector/"job in managed
-    # namespace gets default queue label", "job in unmanaged namespace does not get default queue
-    # label", "job in managed namespace with existing queue label is not overwritten".
     obj = kit.make_job(namespace=namespace, labels=labels)
     await apply_default_local_queue(manager(), kit.MemReader(ns(namespace)), obj,
                                     lambda n: True, SELECTOR)
@@ -182,6 +199,14 @@ WPC_DEFAULT = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriority
                "metadata": {"name": "default"}, "value": 100}
 
 
+@pytest.mark.kueue_case(
+    "TestApplyDefaultWorkloadPriorityClass/feature gate enabled, no label, default WPC exists",
+    "TestApplyDefaultWorkloadPriorityClass/feature gate disabled, no label, default WPC exists",
+    "TestApplyDefaultWorkloadPriorityClass/feature gate enabled, label already set",
+    "TestApplyDefaultWorkloadPriorityClass/feature gate enabled, no label, default WPC does not "
+    "exist",
+    "TestApplyDefaultWorkloadPriorityClass/feature gate enabled, owner managed by kueue",
+)
 @pytest.mark.parametrize(("gate", "labels", "wpc_exists", "owned", "want"), [
     (True, None, True, False, "default"),
     (False, None, True, False, None),
@@ -192,10 +217,6 @@ WPC_DEFAULT = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriority
 async def test_apply_default_workload_priority_class(
         kit: Any, parent: dict[str, Any], gate: bool, labels: dict[str, str] | None,
         wpc_exists: bool, owned: bool, want: str | None) -> None:
-    # Ports Kueue v0.19.2 TestApplyDefaultWorkloadPriorityClass/"feature gate enabled, no label,
-    # default WPC exists", "feature gate disabled, no label, default WPC exists", "feature gate
-    # enabled, label already set", "feature gate enabled, no label, default WPC does not exist",
-    # "feature gate enabled, owner managed by kueue".
     obj = kit.make_job(namespace="managed-ns", labels=labels, owner=parent if owned else None)
     reader = kit.MemReader(*([WPC_DEFAULT] if wpc_exists else []))
     await apply_default_workload_priority_class(

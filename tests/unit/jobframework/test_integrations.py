@@ -64,8 +64,8 @@ def manager(enabled: list[str] = (), external: list[str] = ()) -> IntegrationMan
 # --- registration -------------------------------------------------------------------------
 
 
+@pytest.mark.kueue_case("TestRegister/successful")
 def test_register_successful_and_sorted() -> None:
-    # Ports Kueue v0.19.2 TestRegister/"successful".
     m = IntegrationManager()
     m.register_integration("oldFramework", callbacks(JOB))
     m.register_integration("newFramework", callbacks(MPIJOB))
@@ -75,8 +75,8 @@ def test_register_successful_and_sorted() -> None:
     assert m.get_integration_by_gvk(POD) is None
 
 
+@pytest.mark.kueue_case("TestRegister/duplicate name")
 def test_register_duplicate() -> None:
-    # Ports Kueue v0.19.2 TestRegister/"duplicate name".
     m = IntegrationManager()
     m.register_integration("fw", callbacks(JOB))
     with pytest.raises(DuplicateFrameworkNameError) as exc:
@@ -85,6 +85,11 @@ def test_register_duplicate() -> None:
     assert m.get_integration("fw") == callbacks(JOB)
 
 
+@pytest.mark.kueue_case(
+    "TestRegister/missing NewReconciler",
+    "TestRegister/missing SetupWebhook",
+    "TestRegister/missing JobType",
+)
 @pytest.mark.parametrize(
     ("missing", "message"),
     [
@@ -94,8 +99,6 @@ def test_register_duplicate() -> None:
     ],
 )
 def test_register_missing_mandatory(missing: str, message: str) -> None:
-    # Ports Kueue v0.19.2 TestRegister/"missing NewReconciler", "missing SetupWebhook", "missing
-    # JobType".
     fields: dict[str, Any] = {"new_reconciler": noop, "setup_webhook": noop, "job_type": JOB}
     fields[missing] = None
     m = IntegrationManager()
@@ -105,21 +108,32 @@ def test_register_missing_mandatory(missing: str, message: str) -> None:
     assert m.get_integrations_list() == []
 
 
-def test_optional_fields_may_be_missing() -> None:
-    # Ports Kueue v0.19.2 TestRegister/"missing SetupIndexes", "missing AddToScheme", "missing
-    # CanSupportIntegration".
+@pytest.mark.parametrize("missing", [
+    pytest.param("setup_indexes", marks=pytest.mark.kueue_case(
+        "TestRegister/missing SetupIndexes")),
+    pytest.param("can_support_integration", marks=pytest.mark.kueue_case(
+        "TestRegister/missing CanSupportIntegration")),
+])
+def test_optional_fields_may_be_missing(missing: str) -> None:
+    given = callbacks(JOB, **{"setup_indexes": noop, "can_support_integration": noop,
+                              missing: None})
     m = IntegrationManager()
-    m.register_integration("fw", callbacks(JOB, setup_indexes=None, can_support_integration=None))
+    m.register_integration("fw", given)
     assert m.get_integrations_list() == ["fw"]
+    assert m.get_integration("fw") == given
 
 
+@pytest.mark.kueue_case(
+    "TestRegisterExternal/successful 1",
+    "TestRegisterExternal/successful 2",
+    "TestRegisterExternal/malformed kind arg",
+)
 @pytest.mark.parametrize(
     ("arg", "gvk"),
     [("Job.v1.batch", JOB), ("AppWrapper.v1beta2.workload.codeflare.dev", APPWRAPPER),
      ("batch/job", None), ("Job.v1", None)],
 )
 def test_register_external(arg: str, gvk: GVK | None) -> None:
-    # Ports Kueue v0.19.2 TestRegisterExternal/"successful 1", "successful 2", "malformed kind arg".
     assert parse_kind_arg(arg) == gvk
     m = IntegrationManager()
     if gvk is None:
@@ -131,8 +145,11 @@ def test_register_external(arg: str, gvk: GVK | None) -> None:
         assert m.external_job_types() == {arg: gvk}
 
 
+@pytest.mark.kueue_case(
+    "TestForEach/all",
+    "TestForEach/partial",
+)
 def test_for_each_stops_at_first_error() -> None:
-    # Ports Kueue v0.19.2 TestForEach/"all", "partial".
     m = IntegrationManager()
     for n in "abcde":
         m.register_integration(n, callbacks(GVK("g", "v1", n.upper())))
@@ -156,8 +173,14 @@ def ref(gvk: GVK, name: str = "x", uid: str = "u") -> dict[str, Any]:
             "controller": True}
 
 
+@pytest.mark.kueue_case(
+    "TestGetJobTypeForOwner/K1",
+    "TestGetJobTypeForOwner/K2",
+    "TestGetJobTypeForOwner/K3",
+    "TestGetJobTypeForOwner/K4",
+    "TestGetJobTypeForOwner/K5",
+)
 def test_job_type_for_owner() -> None:
-    # Ports Kueue v0.19.2 TestGetJobTypeForOwner/"K1", "K2", "K3", "K4", "K5".
     m = IntegrationManager()
     k = {i: GVK("example.com", "v1", f"K{i}") for i in range(1, 6)}
     for i in (1, 2, 4):
@@ -186,6 +209,13 @@ def test_managers_are_isolated() -> None:
     assert not a.is_owner_managed_by_kueue_for_object({"metadata": {}})
 
 
+@pytest.mark.kueue_case(
+    "TestEnabledIntegrationsDependencies/empty",
+    "TestEnabledIntegrationsDependencies/not found",
+    "TestEnabledIntegrationsDependencies/dependency not enabled",
+    "TestEnabledIntegrationsDependencies/dependency not found",
+    "TestEnabledIntegrationsDependencies/no error",
+)
 @pytest.mark.parametrize(
     ("deps", "enabled", "registered", "error", "message"),
     [
@@ -201,8 +231,6 @@ def test_managers_are_isolated() -> None:
 def test_enabled_dependencies(deps: dict[str, list[str]], enabled: list[str],
                               registered: list[str], error: type[Exception] | None,
                               message: str | None) -> None:
-    # Ports Kueue v0.19.2 TestEnabledIntegrationsDependencies/"empty", "not found", "dependency not
-    # enabled", "dependency not found", "no error".
     m = IntegrationManager()
     for i, name in enumerate(registered):
         m.register_integration(name, callbacks(GVK("g", "v1", f"K{i}"),
@@ -215,6 +243,13 @@ def test_enabled_dependencies(deps: dict[str, list[str]], enabled: list[str],
         assert str(exc.value) == message
 
 
+@pytest.mark.kueue_case(
+    "TestImplicitlyEnabledIntegrations/empty",
+    "TestImplicitlyEnabledIntegrations/no implicit dependencies",
+    "TestImplicitlyEnabledIntegrations/single implicit dependency",
+    "TestImplicitlyEnabledIntegrations/multiple implicit dependencies",
+    "TestImplicitlyEnabledIntegrations/nested implicit dependencies",
+)
 @pytest.mark.parametrize(
     ("implicit", "enabled", "want"),
     [
@@ -227,9 +262,6 @@ def test_enabled_dependencies(deps: dict[str, list[str]], enabled: list[str],
 )
 def test_implicitly_enabled(implicit: dict[str, list[str]], enabled: list[str],
                             want: set[str]) -> None:
-    # Ports Kueue v0.19.2 TestImplicitlyEnabledIntegrations/"empty", "no implicit dependencies",
-    # "single implicit dependency", "multiple implicit dependencies", "nested implicit
-    # dependencies".
     m = IntegrationManager()
     for i, name in enumerate(["i1", "i2", "i3"]):
         m.register_integration(name, callbacks(
@@ -359,19 +391,24 @@ def obj(gvk: GVK, name: str, uid: str | None = None, owner: Object | None = None
     return {"apiVersion": gvk.api_version, "kind": gvk.kind, "metadata": meta}
 
 
+@pytest.mark.kueue_case(
+    "TestFindAncestorJobManagedByKueue/child job has ownerReference with unmanaged workload "
+    "owner that has a queue-name",
+)
 async def test_ancestor_unmanaged_owner() -> None:
-    # Ports Kueue v0.19.2 TestFindAncestorJobManagedByKueue/"child job has ownerReference with
-    # unmanaged workload owner that has a queue-name".
     cron = obj(CRONJOB, "cronjob", queue="q")
     job = obj(JOB, "job", owner=cron)
     assert await manager().find_ancestor_job_managed_by_kueue(DictReader(cron), job, False) is None
 
 
+@pytest.mark.kueue_case(
+    "TestFindAncestorJobManagedByKueue/child job has ownerReference with unknown non-existing "
+    "workload owner",
+    "TestFindAncestorJobManagedByKueue/child job has ownerReference with known non-existing "
+    "workload owner",
+)
 @pytest.mark.parametrize("enabled", [[], ["kubeflow.org/mpijob"]])
 async def test_ancestor_known_missing_owner(enabled: list[str]) -> None:
-    # Ports Kueue v0.19.2 TestFindAncestorJobManagedByKueue/"child job has ownerReference with
-    # unknown non-existing workload owner", "child job has ownerReference with known non-existing
-    # workload owner".
     mpi = obj(MPIJOB, "parent")
     job = obj(JOB, "job", owner=mpi)
     with pytest.raises(WorkloadOwnerNotFoundError) as exc:
@@ -380,12 +417,14 @@ async def test_ancestor_known_missing_owner(enabled: list[str]) -> None:
     assert 'mpijobs.kubeflow.org "parent" not found' in str(exc.value)
 
 
+@pytest.mark.kueue_case(
+    "TestFindAncestorJobManagedByKueue/child job has ownerReference with known existing workload "
+    "owner, and the parent job has queue-name label",
+    "TestFindAncestorJobManagedByKueue/child job has ownerReference with known existing workload "
+    "owner, and the parent job doesn't has queue-name label",
+)
 @pytest.mark.parametrize(("queue", "found"), [("test-q", True), (None, False)])
 async def test_ancestor_known_existing_owner(queue: str | None, found: bool) -> None:
-    # Ports Kueue v0.19.2 TestFindAncestorJobManagedByKueue/"child job has ownerReference with known
-    # existing workload owner, and the parent job has queue-name label", "child job has
-    # ownerReference with known existing workload owner, and the parent job doesn't has queue-name
-    # label".
     mpi = obj(MPIJOB, "parent", queue=queue)
     job = obj(JOB, "job", owner=mpi)
     got = await manager(["kubeflow.org/mpijob"]).find_ancestor_job_managed_by_kueue(
@@ -393,9 +432,10 @@ async def test_ancestor_known_existing_owner(queue: str | None, found: bool) -> 
     assert got == (mpi if found else None)
 
 
+@pytest.mark.kueue_case(
+    "TestFindAncestorJobManagedByKueue/cyclic ownership links are properly handled",
+)
 async def test_ancestor_cycle() -> None:
-    # Ports Kueue v0.19.2 TestFindAncestorJobManagedByKueue/"cyclic ownership links are properly
-    # handled".
     mpi_stub = obj(MPIJOB, "mpi")
     aw = obj(APPWRAPPER, "aw", owner=None)
     child = obj(JOB, "child", owner=mpi_stub)
@@ -406,9 +446,11 @@ async def test_ancestor_cycle() -> None:
         await m.find_ancestor_job_managed_by_kueue(DictReader(mpi, aw, child), child, False)
 
 
+@pytest.mark.kueue_case(
+    "TestFindAncestorJobManagedByKueue/cuts off ancestor traversal at the limit and generates an "
+    "appropriate event",
+)
 async def test_ancestor_chain_limit() -> None:
-    # Ports Kueue v0.19.2 TestFindAncestorJobManagedByKueue/"cuts off ancestor traversal at the
-    # limit and generates an appropriate event".
     chain = [obj(JOB, "ancestor-0", queue="q")]
     for i in range(1, 12):
         chain.append(obj(JOB, f"ancestor-{i}", owner=chain[-1]))
@@ -425,6 +467,23 @@ async def test_ancestor_chain_limit() -> None:
     assert got == short[0]
 
 
+@pytest.mark.kueue_case(
+    "TestFindAncestorJobManagedByKueue/Job -> JobSet -> AppWrapper => nil",
+    "TestFindAncestorJobManagedByKueue/Job (queue-name) -> JobSet (queue-name) -> AppWrapper => "
+    "JobSet",
+    "TestFindAncestorJobManagedByKueue/Job (queue-name) -> JobSet -> AppWrapper (queue-name) => "
+    "AppWrapper",
+    "TestFindAncestorJobManagedByKueue/Job (queue-name) -> JobSet (queue-name) -> AppWrapper "
+    "(queue-name) => AppWrapper",
+    "TestFindAncestorJobManagedByKueue/Job -> JobSet (disabled) -> AppWrapper (queue-name) => "
+    "AppWrapper",
+    "TestFindAncestorJobManagedByKueue/Job -> JobSet -> AppWrapper => AppWrapper "
+    "(manageJobsWithoutQueueName)",
+    "TestFindAncestorJobManagedByKueue/Job (queue-name) -> JobSet (queue-name) -> AppWrapper => "
+    "AppWrapper (manageJobsWithoutQueueName)",
+    "TestFindAncestorJobManagedByKueue/Job -> JobSet (disabled) -> AppWrapper => AppWrapper "
+    "(manageJobsWithoutQueueName)",
+)
 @pytest.mark.parametrize(
     ("enabled", "queues", "mjwqn", "want"),
     [
@@ -444,13 +503,6 @@ async def test_ancestor_chain_limit() -> None:
 )
 async def test_ancestor_job_jobset_appwrapper(enabled: list[str], queues: set[str], mjwqn: bool,
                                               want: str | None) -> None:
-    # Ports Kueue v0.19.2 TestFindAncestorJobManagedByKueue/"Job -> JobSet -> AppWrapper => nil",
-    # "Job (queue-name) -> JobSet (queue-name) -> AppWrapper => JobSet", "Job (queue-name) -> JobSet
-    # -> AppWrapper (queue-name) => AppWrapper", "Job (queue-name) -> JobSet (queue-name) ->
-    # AppWrapper (queue-name) => AppWrapper", "Job -> JobSet (disabled) -> AppWrapper (queue-name)
-    # => AppWrapper", "Job -> JobSet -> AppWrapper => AppWrapper (manageJobsWithoutQueueName)", "Job
-    # (queue-name) -> JobSet (queue-name) -> AppWrapper => AppWrapper (manageJobsWithoutQueueName)",
-    # "Job -> JobSet (disabled) -> AppWrapper => AppWrapper (manageJobsWithoutQueueName)".
     aw = obj(APPWRAPPER, "aw", queue="q" if "aw" in queues else None)
     jobset = obj(JOBSET, "jobset", owner=aw, queue="q" if "jobset" in queues else None)
     job = obj(JOB, "job", owner=jobset, queue="q" if "job" in queues else None)
@@ -459,11 +511,14 @@ async def test_ancestor_job_jobset_appwrapper(enabled: list[str], queues: set[st
     assert got == {"aw": aw, "jobset": jobset, None: None}[want]
 
 
+@pytest.mark.kueue_case(
+    "TestFindAncestorJobManagedByKueue/Job -> CronJob (external framework, not enabled) -> "
+    "AppWrapper (queue-name) => AppWrapper",
+    "TestFindAncestorJobManagedByKueue/Job -> CronJob (external framework, enabled) -> "
+    "AppWrapper (queue-name) => AppWrapper",
+)
 @pytest.mark.parametrize(("external", "want_aw"), [([], False), (["CronJob.v1.batch"], True)])
 async def test_ancestor_through_external_framework(external: list[str], want_aw: bool) -> None:
-    # Ports Kueue v0.19.2 TestFindAncestorJobManagedByKueue/"Job -> CronJob (external framework, not
-    # enabled) -> AppWrapper (queue-name) => AppWrapper", "Job -> CronJob (external framework,
-    # enabled) -> AppWrapper (queue-name) => AppWrapper".
     aw = obj(APPWRAPPER, "aw", queue="q")
     cron = obj(CRONJOB, "cron", owner=aw)
     job = obj(JOB, "job", owner=cron)
@@ -472,9 +527,11 @@ async def test_ancestor_through_external_framework(external: list[str], want_aw:
     assert got == (aw if want_aw else None)
 
 
+@pytest.mark.kueue_case(
+    "TestFindAncestorJobManagedByKueue/child job has ownerReference whose UID does not match the "
+    "referenced object => nil",
+)
 async def test_ancestor_forged_uid() -> None:
-    # Ports Kueue v0.19.2 TestFindAncestorJobManagedByKueue/"child job has ownerReference whose UID
-    # does not match the referenced object => nil".
     mpi = obj(MPIJOB, "parent", queue="q")
     job = obj(JOB, "job", owner=mpi, owner_uid="forged-uid")
     got = await manager(["kubeflow.org/mpijob"]).find_ancestor_job_managed_by_kueue(
@@ -482,9 +539,10 @@ async def test_ancestor_forged_uid() -> None:
     assert got is None
 
 
+@pytest.mark.kueue_case(
+    "TestFindAncestorJobManagedByKueue/Pod -> ReplicaSet -> Deployment (queue-name) => Deployment",
+)
 async def test_ancestor_through_replicaset() -> None:
-    # Ports Kueue v0.19.2 TestFindAncestorJobManagedByKueue/"Pod -> ReplicaSet -> Deployment
-    # (queue-name) => Deployment".
     deploy = obj(DEPLOYMENT, "deploy", queue="q")
     rs = obj(REPLICASET, "rs", owner=deploy)
     pod = obj(POD, "pod", owner=rs)

@@ -60,12 +60,9 @@ OWNERSHIP: dict[str, tuple[dict[str, str] | None, str, bool, type[Exception] | N
 }
 
 
-@pytest.mark.parametrize("case", list(OWNERSHIP))
+@pytest.mark.parametrize("case", [
+    pytest.param(k, id=f"TestValidateRemoteObjectOwnership/{k}") for k in OWNERSHIP])
 async def test_validate_remote_object_ownership(case: str) -> None:
-    """TestValidateRemoteObjectOwnership/"origin not set fails validation",
-    "origin not set and object missing fails validation", "origin set and label missing",
-    "origin set and label present", "origin set and label mismatched" and "object missing".
-    """
     labels, origin, want_found, want_error = OWNERSHIP[case]
     _, remote = await worker("test", labels)
     key = ObjectKey("default", "test")
@@ -115,12 +112,9 @@ DELETES: dict[str, tuple[dict[str, str] | None, str, bool, type[Exception] | Non
 }
 
 
-@pytest.mark.parametrize("case", list(DELETES))
+@pytest.mark.parametrize("case", [
+    pytest.param(k, id=f"TestDeleteRemoteObjectIfOwned/{k}") for k in DELETES])
 async def test_delete_remote_object_if_owned(case: str) -> None:
-    """TestDeleteRemoteObjectIfOwned/"empty origin returns error", "not found skips delete",
-    "origin mismatch skips delete", "remote get error returns error" and
-    "owned object triggers adapter delete".
-    """
     labels, origin, get_fails, want_error, want_deleted = DELETES[case]
     server, remote = await worker(KEY.name, labels)
     if get_fails:

@@ -39,6 +39,14 @@ def test_with_extra_keeps_prefix_and_length(extra: str) -> None:
     assert len(name) == len("job-my-job-") + 5
 
 
+@pytest.mark.kueue_case(
+    "TestGenerateWorkloadNameWithExtra/empty extra",
+    "TestGenerateWorkloadNameWithExtra/generation as extra",
+    "TestGenerateWorkloadNameWithExtra/resourceVersion as extra",
+    "TestGenerateWorkloadNameWithExtra/custom extra string",
+    "TestGenerateWorkloadNameWithExtra/short name, no extra (ShortWorkloadNames=false)",
+    "TestGenerateWorkloadNameWithExtra/short name, with extra (ShortWorkloadNames=false)",
+)
 @pytest.mark.parametrize(
     ("name", "uid", "extra", "expected"),
     [
@@ -60,17 +68,15 @@ def test_with_extra_keeps_prefix_and_length(extra: str) -> None:
     ],
 )
 def test_literal_vectors(name: str, uid: str, extra: str, expected: str) -> None:
-    # Ports Kueue v0.19.2 TestGenerateWorkloadNameWithExtra/"empty extra", "generation as extra",
-    # "resourceVersion as extra", "custom extra string", "short name, no extra
-    # (ShortWorkloadNames=false)", "short name, with extra (ShortWorkloadNames=false)".
     assert generate_workload_name_with_extra(name, uid, JOB, extra) == expected
     if not extra:
         assert get_workload_name_for_owner_with_gvk(name, uid, JOB) == expected
 
 
+@pytest.mark.kueue_case(
+    "TestGenerateWorkloadNameWithExtra/long owner name truncated (ShortWorkloadNames=false)",
+)
 def test_long_owner_name_truncated_long_limit() -> None:
-    # Ports Kueue v0.19.2 TestGenerateWorkloadNameWithExtra/"long owner name truncated
-    # (ShortWorkloadNames=false)".
     expected = (
         "job-marketing-campaign-autumn-2024-region-north-america-department-digital-strategy-"
         "sub-department-social-media-engagement-tracker-and-analytics-dashboard-v2-final-"
@@ -82,18 +88,22 @@ def test_long_owner_name_truncated_long_limit() -> None:
     assert len(got) == 253
 
 
+@pytest.mark.kueue_case(
+    "TestGenerateWorkloadNameWithExtra/long owner name truncated (ShortWorkloadNames=true)",
+)
 def test_long_owner_name_truncated_short_limit() -> None:
-    # Ports Kueue v0.19.2 TestGenerateWorkloadNameWithExtra/"long owner name truncated
-    # (ShortWorkloadNames=true)".
     got = generate_workload_name_with_extra(LONG_NAME, "uid", JOB, "", features=SHORT)
     assert got == "job-marketing-campaign-autumn-2024-region-north-america-d-218b8"
     assert len(got) == 63
 
 
+@pytest.mark.kueue_case(
+    "TestGenerateWorkloadNameWithExtra/different extra values produce different names",
+    "TestGenerateWorkloadNameWithExtra/different resourceVersion values produce different names",
+    "TestGenerateWorkloadNameWithExtra/same extra produces same name",
+    "TestGenerateWorkloadNameWithExtra/same prefix as GetWorkloadNameForOwnerWithGVK",
+)
 def test_extra_equality_rules() -> None:
-    # Ports Kueue v0.19.2 TestGenerateWorkloadNameWithExtra/"different extra values produce
-    # different names", "different resourceVersion values produce different names", "same extra
-    # produces same name", "same prefix as GetWorkloadNameForOwnerWithGVK".
     def n(extra: str) -> str:
         return generate_workload_name_with_extra("my-job", "uid-123", JOB, extra)
 
@@ -105,10 +115,13 @@ def test_extra_equality_rules() -> None:
     assert n("1") != plain
 
 
+@pytest.mark.kueue_case(
+    "TestGenerateWorkloadNameWithGeneration/different generations produce different names",
+    "TestGenerateWorkloadNameWithGeneration/same generation produces same name",
+    "TestGenerateWorkloadNameWithGeneration/consistent with GenerateWorkloadNameWithExtra using "
+    "string generation",
+)
 def test_generation_form() -> None:
-    # Ports Kueue v0.19.2 TestGenerateWorkloadNameWithGeneration/"different generations produce
-    # different names", "same generation produces same name", "consistent with
-    # GenerateWorkloadNameWithExtra using string generation".
     def g(gen: int) -> str:
         return get_workload_name_for_owner_with_gvk_and_generation("my-job", "uid-123", JOB, gen)
 
@@ -117,8 +130,8 @@ def test_generation_form() -> None:
     assert g(42) == generate_workload_name_with_extra("my-job", "uid-123", JOB, "42")
 
 
+@pytest.mark.kueue_case("TestGetWorkloadNameForVariant/simple flavor")
 def test_variant_simple() -> None:
-    # Ports Kueue v0.19.2 TestGetWorkloadNameForVariant/"simple flavor".
     got = get_workload_name_for_variant("job-my-job-12345", "uid-123", JOB, "spot")
     assert got == "job-my-job-variant-spot-6320b"
 
@@ -135,17 +148,19 @@ def test_variant_vectors(flavor: str, expected: str) -> None:
     assert get_workload_name_for_variant("job-my-job-12345", "uid-123", JOB, flavor) == expected
 
 
+@pytest.mark.kueue_case(
+    "TestGetWorkloadNameForVariant/flavor name exceeding max length (ShortWorkloadNames=false)",
+)
 def test_variant_flavor_exceeding_long_limit() -> None:
-    # Ports Kueue v0.19.2 TestGetWorkloadNameForVariant/"flavor name exceeding max length
-    # (ShortWorkloadNames=false)".
     got = get_workload_name_for_variant("job-my-job-12345", "uid-123", JOB, "a" * 300)
     assert got == "job-my-job-variant-" + "a" * 228 + "-2e907"
     assert len(got) == 253
 
 
+@pytest.mark.kueue_case(
+    "TestGetWorkloadNameForVariant/flavor name exceeding max length (ShortWorkloadNames=true)",
+)
 def test_variant_flavor_exceeding_short_limit() -> None:
-    # Ports Kueue v0.19.2 TestGetWorkloadNameForVariant/"flavor name exceeding max length
-    # (ShortWorkloadNames=true)".
     got = get_workload_name_for_variant(
         "job-my-job-12345", "uid-123", JOB, "a" * 300, features=SHORT
     )
@@ -153,10 +168,13 @@ def test_variant_flavor_exceeding_short_limit() -> None:
     assert len(got) == 63
 
 
+@pytest.mark.kueue_case(
+    "TestGetWorkloadNameForVariant/different flavors produce different names",
+    "TestGetWorkloadNameForVariant/same flavor produces same name",
+    "TestGetWorkloadNameForVariant/parent name exceeding max length with different flavors have "
+    "same prefix but different hashes",
+)
 def test_variant_equality_rules() -> None:
-    # Ports Kueue v0.19.2 TestGetWorkloadNameForVariant/"different flavors produce different names",
-    # "same flavor produces same name", "parent name exceeding max length with different flavors
-    # have same prefix but different hashes".
     def v(flavor: str, parent: str = "job-my-job-12345") -> str:
         return get_workload_name_for_variant(parent, "uid-123", JOB, flavor)
 

@@ -292,8 +292,8 @@ def env(*pairs: tuple[str, str]) -> list[dict[str, str]]:
     return [{"name": n, "value": v} for n, v in pairs]
 
 
+@pytest.mark.kueue_case("TestSanitizePodSets/init containers and containers")
 def test_sanitize_pod_sets_init_and_containers() -> None:
-    # Ports Kueue v0.19.2 TestSanitizePodSets/"init containers and containers".
     ps = PodSet.from_dict({"name": "main", "count": 1, "template": {"spec": {
         "containers": [{"name": "c1", "env": env(("ENV1", "value1"), ("X", "x"),
                                                  ("ENV1", "value2"))}],
@@ -305,8 +305,8 @@ def test_sanitize_pod_sets_init_and_containers() -> None:
     assert spec["initContainers"][0]["env"] == env(("ENV2", "value4"))
 
 
+@pytest.mark.kueue_case("TestSanitizePodSets/empty podsets")
 def test_sanitize_pod_sets_edge_cases() -> None:
-    # Ports Kueue v0.19.2 TestSanitizePodSets/"empty podsets".
     sanitize_pod_sets([])
     ps = PodSet.from_dict({"name": "main", "count": 1,
                            "template": {"spec": {"containers": [{"name": "c"}]}}})
@@ -326,6 +326,24 @@ GROUP = "kueue.x-k8s.io/podset-group-name"
 IDX = "batch.kubernetes.io/job-completion-index"
 
 
+@pytest.mark.kueue_case(
+    "TestPodSetTopologyRequestBuilder/required annotation",
+    "TestPodSetTopologyRequestBuilder/required annotation with pod index label",
+    "TestPodSetTopologyRequestBuilder/pod index label only",
+    "TestPodSetTopologyRequestBuilder/required annotation with sub group",
+    "TestPodSetTopologyRequestBuilder/required annotation with sub group and pod set group name "
+    "annotation",
+    "TestPodSetTopologyRequestBuilder/preferred annotation",
+    "TestPodSetTopologyRequestBuilder/unconstrained annotation (true)",
+    "TestPodSetTopologyRequestBuilder/unconstrained annotation (false)",
+    "TestPodSetTopologyRequestBuilder/slice-only topology",
+    "TestPodSetTopologyRequestBuilder/slice-only topology - only slice required annotation",
+    "TestPodSetTopologyRequestBuilder/slice-only topology - only slice size annotation",
+    "TestPodSetTopologyRequestBuilder/slice-only topology with sub group and pod set group name "
+    "annotation",
+    "TestPodSetTopologyRequestBuilder/multi-layer: three constraint layers with feature gate",
+    "TestPodSetTopologyRequestBuilder/multi-layer: two constraint layers with feature gate",
+)
 @pytest.mark.parametrize(
     ("annotations", "kwargs", "want"),
     [
@@ -363,21 +381,14 @@ IDX = "batch.kubernetes.io/job-completion-index"
 )
 def test_topology_request(annotations: dict[str, str], kwargs: dict[str, Any],
                           want: dict[str, Any] | None) -> None:
-    # Ports Kueue v0.19.2 TestPodSetTopologyRequestBuilder/"required annotation", "required
-    # annotation with pod index label", "pod index label only", "required annotation with sub
-    # group", "required annotation with sub group and pod set group name annotation", "preferred
-    # annotation", "unconstrained annotation (true)", "unconstrained annotation (false)",
-    # "slice-only topology", "slice-only topology - only slice required annotation", "slice-only
-    # topology - only slice size annotation", "slice-only topology with sub group and pod set group
-    # name annotation", "multi-layer: three constraint layers with feature gate", "multi-layer: two
-    # constraint layers with feature gate".
     got = pod_set_topology_request({"annotations": annotations}, **kwargs)
     assert (got.to_dict() if got is not None else None) == want
 
 
+@pytest.mark.kueue_case(
+    "TestPodSetTopologyRequestBuilder/multi-layer: ignored without feature gate",
+)
 def test_topology_constraints_ignored_without_gate() -> None:
-    # Ports Kueue v0.19.2 TestPodSetTopologyRequestBuilder/"multi-layer: ignored without feature
-    # gate".
     meta = {"annotations": {REQ: "cloud.com/block", SLICE_REQ: "cloud.com/rack",
                             SLICE_SIZE: "16", CONSTRAINTS: "[]"}}
     got = pod_set_topology_request(meta, features=FeatureGates(TASMultiLayerTopology=False))
@@ -387,6 +398,15 @@ def test_topology_constraints_ignored_without_gate() -> None:
                              "podSetSliceSize": 16}
 
 
+@pytest.mark.kueue_case(
+    "TestPodSetTopologyRequestBuilder/invalid unconstrained topology annotation value",
+    "TestPodSetTopologyRequestBuilder/invalid podset slice size annotation value",
+    "TestPodSetTopologyRequestBuilder/multi-layer: zero constraint layers with feature gate",
+    "TestPodSetTopologyRequestBuilder/multi-layer: four constraint layers with feature gate",
+    "TestPodSetTopologyRequestBuilder/multi-layer: invalid JSON in constraints annotation",
+    "TestPodSetTopologyRequestBuilder/multi-layer: invalid JSON in constraints annotation - "
+    "expect size as integer",
+)
 @pytest.mark.parametrize(
     ("annotations", "message"),
     [
@@ -405,11 +425,6 @@ def test_topology_constraints_ignored_without_gate() -> None:
     ],
 )
 def test_topology_request_errors(annotations: dict[str, str], message: str) -> None:
-    # Ports Kueue v0.19.2 TestPodSetTopologyRequestBuilder/"invalid unconstrained topology
-    # annotation value", "invalid podset slice size annotation value", "multi-layer: zero constraint
-    # layers with feature gate", "multi-layer: four constraint layers with feature gate",
-    # "multi-layer: invalid JSON in constraints annotation", "multi-layer: invalid JSON in
-    # constraints annotation - expect size as integer".
     with pytest.raises(TopologyRequestError) as exc:
         pod_set_topology_request({"annotations": annotations})
     assert str(exc.value).startswith(message)

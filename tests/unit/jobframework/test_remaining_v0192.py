@@ -1,11 +1,14 @@
 """Single Kueue v0.19.2 cases the older modules do not run as such: one each of
 ``utils_test.go`` ``TestSanitizePodSets``, ``validation_test.go`` ``TestValidateJobOnUpdate``
-and ``job_controller_test.go`` ``TestPodSetsInfo``. Each test names its Go case."""
+and ``job_controller_test.go`` ``TestPodSetsInfo``. Each test names its Go case in a
+``kueue_case`` marker."""
 
 from __future__ import annotations
 
 import copy
 from typing import Any
+
+import pytest
 
 from integrations.batchjob import BatchJob
 from jobframework.api import PodSet
@@ -21,8 +24,9 @@ def env(*pairs: tuple[str, str]) -> list[dict[str, str]]:
     return [{"name": n, "value": v} for n, v in pairs]
 
 
+@pytest.mark.kueue_case("TestSanitizePodSets/containers only")
 def test_sanitize_containers_only() -> None:
-    """TestSanitizePodSets/containers only: the last value of a repeated variable wins."""
+    """The last value of a repeated variable wins."""
     ps = PodSet.from_dict({"name": "test", "count": 1, "template": {"spec": {
         "containers": [{"name": "c1", "env": env(("ENV1", "value1"), ("ENV1", "value2"))}]}}})
     sanitize_pod_sets([ps])
@@ -30,9 +34,11 @@ def test_sanitize_containers_only() -> None:
                                                     "env": env(("ENV1", "value2"))}]}}
 
 
+@pytest.mark.kueue_case(
+    "TestValidateJobOnUpdate/prebuilt workload invalid annotation format, "
+    "WorkloadIdentifierAnnotations enabled",
+)
 def test_prebuilt_invalid_annotation_format_on_update(kit: Any) -> None:
-    """TestValidateJobOnUpdate/prebuilt workload invalid annotation format,
-    WorkloadIdentifierAnnotations enabled."""
     old = kit.make_job("test-job", "ns1", annotations={PREBUILT: "workload name"}, suspend=True)
     new = kit.make_job("test-job", "ns1", annotations={PREBUILT: "workload name"}, suspend=True)
     errs = validate_job_on_update(kit.FakeJob(old), kit.FakeJob(new), lambda ns: False,
@@ -41,9 +47,10 @@ def test_prebuilt_invalid_annotation_format_on_update(kit: Any) -> None:
         ("FieldValueInvalid", f"metadata.annotations[{PREBUILT}]")]
 
 
+@pytest.mark.kueue_case("TestPodSetsInfo/replace stale workload slice annotation")
 async def test_replace_stale_workload_slice_annotation() -> None:
-    """TestPodSetsInfo/replace stale workload slice annotation: with elastic jobs on, the
-    slice name annotation of the pod template is replaced (no conflict), and restored."""
+    """With elastic jobs on, the slice name annotation of the pod template is replaced (no
+    conflict), and restored."""
     obj: dict[str, Any] = {
         "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "job", "namespace": "ns"},
         "spec": {"parallelism": 1, "suspend": True, "template": {

@@ -32,6 +32,23 @@ ANN = "spec.template.metadata.annotations"
 GATE_OFF = FeatureGates(TASMultiLayerTopology=False)
 
 
+@pytest.mark.kueue_case(
+    "TestValidateSliceRequiredTopologyConstraintsAnnotation/valid: single constraint layer",
+    "TestValidateSliceRequiredTopologyConstraintsAnnotation/valid: two constraint layers",
+    "TestValidateSliceRequiredTopologyConstraintsAnnotation/valid: three constraint layers",
+    "TestValidateSliceRequiredTopologyConstraintsAnnotation/invalid: not valid JSON",
+    "TestValidateSliceRequiredTopologyConstraintsAnnotation/invalid: empty array",
+    "TestValidateSliceRequiredTopologyConstraintsAnnotation/invalid: more than 3 entries",
+    "TestValidateSliceRequiredTopologyConstraintsAnnotation/invalid: size less than 1",
+    "TestValidateSliceRequiredTopologyConstraintsAnnotation/invalid: size does not divide parent",
+    "TestValidateSliceRequiredTopologyConstraintsAnnotation/invalid: mutual exclusivity with "
+    "podset-slice-required-topology",
+    "TestValidateSliceRequiredTopologyConstraintsAnnotation/invalid: with podset-group-name",
+    "TestValidateSliceRequiredTopologyConstraintsAnnotation/invalid: feature gate disabled",
+    "TestValidateSliceRequiredTopologyConstraintsAnnotation/invalid: duplicate topology labels",
+    "TestValidateSliceRequiredTopologyConstraintsAnnotation/invalid: duplicate topology label "
+    "among three entries",
+)
 @pytest.mark.parametrize(
     ("constraints", "extra", "features", "count"),
     [
@@ -59,13 +76,6 @@ GATE_OFF = FeatureGates(TASMultiLayerTopology=False)
 )
 def test_constraints_error_counts(constraints: str, extra: dict[str, str],
                                   features: FeatureGates | None, count: int) -> None:
-    # Ports Kueue v0.19.2 TestValidateSliceRequiredTopologyConstraintsAnnotation/"valid: single
-    # constraint layer", "valid: two constraint layers", "valid: three constraint layers", "invalid:
-    # not valid JSON", "invalid: empty array", "invalid: more than 3 entries", "invalid: size less
-    # than 1", "invalid: size does not divide parent", "invalid: mutual exclusivity with
-    # podset-slice-required-topology", "invalid: with podset-group-name", "invalid: feature gate
-    # disabled", "invalid: duplicate topology labels", "invalid: duplicate topology label among
-    # three entries".
     meta = {"annotations": {REQ: "cloud.com/block", CONSTRAINTS: constraints, **extra}}
     kw = {"features": features} if features else {}
     assert len(validate_tas_pod_set_request(REPLICA, meta, **kw)) == count
@@ -130,6 +140,14 @@ def test_tas_request_messages(annotations: dict[str, str], messages: list[str]) 
     assert [str(e) for e in got] == messages
 
 
+@pytest.mark.kueue_case(
+    "TestValidateSliceSizeAnnotationUpperBound/valid: PodSetSliceSizeAnnotation within bound",
+    "TestValidateSliceSizeAnnotationUpperBound/invalid: PodSetSliceSizeAnnotation exceeds pod "
+    "count",
+    "TestValidateSliceSizeAnnotationUpperBound/valid: multi-layer outermost size within bound",
+    "TestValidateSliceSizeAnnotationUpperBound/invalid: multi-layer outermost size exceeds pod "
+    "count",
+)
 @pytest.mark.parametrize(
     ("annotations", "count", "want"),
     [
@@ -147,10 +165,6 @@ def test_tas_request_messages(annotations: dict[str, str], messages: list[str]) 
 )
 def test_slice_size_upper_bound(annotations: dict[str, str], count: int,
                                 want: list[str]) -> None:
-    # Ports Kueue v0.19.2 TestValidateSliceSizeAnnotationUpperBound/"valid:
-    # PodSetSliceSizeAnnotation within bound", "invalid: PodSetSliceSizeAnnotation exceeds pod
-    # count", "valid: multi-layer outermost size within bound", "invalid: multi-layer outermost size
-    # exceeds pod count".
     got = validate_slice_size_annotation_upper_bound(
         REPLICA, {"annotations": annotations}, PodSet(name="main", count=count))
     assert [str(e) for e in got] == want
@@ -180,6 +194,21 @@ def container(image: str = "busybox", cpu: str | None = None) -> dict[str, Any]:
     return c
 
 
+@pytest.mark.kueue_case(
+    "TestValidateImmutablePodSpec/add container",
+    "TestValidateImmutablePodSpec/remove container",
+    "TestValidateImmutablePodSpec/change image on container",
+    "TestValidateImmutablePodSpec/change request on container",
+    "TestValidateImmutablePodSpec/add init container",
+    "TestValidateImmutablePodSpec/remove init container",
+    "TestValidateImmutablePodSpec/change request on init container",
+    "TestValidateImmutablePodSpec/change nodeTemplate",
+    "TestValidateImmutablePodSpec/add toleration",
+    "TestValidateImmutablePodSpec/change toleration",
+    "TestValidateImmutablePodSpec/delete toleration",
+    "TestValidateImmutablePodSpec/change runtimeClassName",
+    "TestValidateImmutablePodSpec/change priority",
+)
 @pytest.mark.parametrize(
     ("old", "new", "want"),
     [
@@ -220,10 +249,6 @@ def container(image: str = "busybox", cpu: str | None = None) -> dict[str, Any]:
 )
 def test_immutable_pod_group_pod_spec(old: dict[str, Any], new: dict[str, Any],
                                       want: list[str]) -> None:
-    # Ports Kueue v0.19.2 TestValidateImmutablePodSpec/"add container", "remove container", "change
-    # image on container", "change request on container", "add init container", "remove init
-    # container", "change request on init container", "change nodeTemplate", "add toleration",
-    # "change toleration", "delete toleration", "change runtimeClassName", "change priority".
     got = validate_immutable_pod_group_pod_spec(new, old, SPEC)
     assert [str(e) for e in got] == want
 

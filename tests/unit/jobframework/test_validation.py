@@ -94,10 +94,12 @@ def test_max_exec_time_valid(kit: Any) -> None:
             kit.make_job(labels={MAXEXEC: bad})) is None
 
 
+@pytest.mark.kueue_case(
+    "TestValidateJobOnCreate/elastic annotation on batch/v1.Job is allowed",
+    "TestValidateJobOnCreate/elastic annotation on unsupported framework is rejected",
+    "TestValidateJobOnCreate/elastic annotation without feature gate is ignored",
+)
 def test_elastic_annotation(kit: Any) -> None:
-    # Ports Kueue v0.19.2 TestValidateJobOnCreate/"elastic annotation on batch/v1.Job is allowed",
-    # "elastic annotation on unsupported framework is rejected", "elastic annotation without feature
-    # gate is ignored".
     obj = kit.make_job(annotations={ELASTIC: "true"})
     assert validate_job_on_create(kit.FakeJob(obj)) == []
     errs = validate_job_on_create(kit.FakeJob(obj, JOBSET))
@@ -208,28 +210,34 @@ def update(kit: Any, old: dict[str, Any], new: dict[str, Any], default: Any = no
                                        default, **kw))
 
 
+@pytest.mark.kueue_case(
+    "TestValidateJobOnUpdate/local queue cannot be changed if job is not suspended",
+)
 def test_queue_immutable_while_running(kit: Any) -> None:
-    # Ports Kueue v0.19.2 TestValidateJobOnUpdate/"local queue cannot be changed if job is not
-    # suspended".
     old = kit.make_job(labels={Q: "lq1"}, suspend=False)
     new = kit.make_job(labels={Q: "lq2"}, suspend=False)
     assert update(kit, old, new) == [
         'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "lq2": field is immutable']
 
 
+@pytest.mark.kueue_case(
+    "TestValidateJobOnUpdate/local queue can be changed",
+    "TestValidateJobOnUpdate/local queue can be changed from default",
+)
 def test_queue_changes_while_suspended(kit: Any) -> None:
-    # Ports Kueue v0.19.2 TestValidateJobOnUpdate/"local queue can be changed", "local queue can be
-    # changed from default".
     assert update(kit, kit.make_job(labels={Q: "lq1"}, suspend=True),
                   kit.make_job(labels={Q: "lq2"}, suspend=True)) == []
     assert update(kit, kit.make_job(labels={Q: "default"}, suspend=True),
                   kit.make_job(labels={Q: "lq2"}, suspend=True)) == []
 
 
+@pytest.mark.kueue_case(
+    "TestValidateJobOnUpdate/local queue cannot be removed if default queue exists and feature "
+    "is enabled",
+    "TestValidateJobOnUpdate/local queue can be removed if default queue does not exists and "
+    "feature is enabled",
+)
 def test_queue_removal_with_default_queue(kit: Any) -> None:
-    # Ports Kueue v0.19.2 TestValidateJobOnUpdate/"local queue cannot be removed if default queue
-    # exists and feature is enabled", "local queue can be removed if default queue does not exists
-    # and feature is enabled".
     old = kit.make_job(labels={Q: "lq1"}, suspend=True)
     new = kit.make_job(suspend=True)
     assert update(kit, old, new, with_default) == [
@@ -258,11 +266,13 @@ def test_custom_failure_example_from_base_webhook(kit: Any) -> None:
         "immutable"]
 
 
+@pytest.mark.kueue_case(
+    "TestValidateJobOnUpdate/elastic job enabled annotation cannot be removed on update",
+    "TestValidateJobOnUpdate/elastic job enabled annotation cannot be added on update",
+)
 @pytest.mark.parametrize(("old_ann", "new_ann"), [({ELASTIC: "true"}, {}), ({}, {ELASTIC: "true"})])
 def test_elastic_toggle_is_immutable(kit: Any, old_ann: dict[str, str],
                                      new_ann: dict[str, str]) -> None:
-    # Ports Kueue v0.19.2 TestValidateJobOnUpdate/"elastic job enabled annotation cannot be removed
-    # on update", "elastic job enabled annotation cannot be added on update".
     got = update(kit, kit.make_job(annotations=old_ann, suspend=True),
                  kit.make_job(annotations=new_ann, suspend=True))
     value = "true" if new_ann else "false"
@@ -270,19 +280,29 @@ def test_elastic_toggle_is_immutable(kit: Any, old_ann: dict[str, str],
                    "field is immutable"]
 
 
+@pytest.mark.kueue_case(
+    "TestValidateJobOnUpdate/prebuilt workload label valid on update",
+    "TestValidateJobOnUpdate/prebuilt workload annotation valid on update, "
+    "WorkloadIdentifierAnnotations enabled",
+    "TestValidateJobOnUpdate/prebuilt workload label fallback valid on update, "
+    "WorkloadIdentifierAnnotations enabled",
+    "TestValidateJobOnUpdate/prebuilt workload same label and annotation on update, "
+    "WorkloadIdentifierAnnotations enabled",
+    "TestValidateJobOnUpdate/prebuilt workload invalid label format with fallback on update, "
+    "WorkloadIdentifierAnnotations enabled",
+    "TestValidateJobOnUpdate/prebuilt workload annotation update, WorkloadIdentifierAnnotations "
+    "enabled",
+    "TestValidateJobOnUpdate/prebuilt workload annotation valid for long names > 63 chars when "
+    "WorkloadIdentifierAnnotations disabled",
+    "TestValidateJobOnUpdate/prebuilt workload annotation update not suspended, "
+    "WorkloadIdentifierAnnotations enabled",
+    "TestValidateJobOnUpdate/prebuilt workload label to annotation update, "
+    "WorkloadIdentifierAnnotations enabled",
+    "TestValidateJobOnUpdate/prebuilt workload annotation to label update, "
+    "WorkloadIdentifierAnnotations enabled",
+)
 def test_prebuilt_rules_on_update(kit: Any) -> None:
     # X21: label valid on update, WIA disabled.
-    # Ports Kueue v0.19.2 TestValidateJobOnUpdate/"prebuilt workload label valid on update",
-    # "prebuilt workload annotation valid on update, WorkloadIdentifierAnnotations enabled",
-    # "prebuilt workload label fallback valid on update, WorkloadIdentifierAnnotations enabled",
-    # "prebuilt workload same label and annotation on update, WorkloadIdentifierAnnotations
-    # enabled", "prebuilt workload invalid label format with fallback on update,
-    # WorkloadIdentifierAnnotations enabled", "prebuilt workload annotation update,
-    # WorkloadIdentifierAnnotations enabled", "prebuilt workload annotation valid for long names >
-    # 63 chars when WorkloadIdentifierAnnotations disabled", "prebuilt workload annotation update
-    # not suspended, WorkloadIdentifierAnnotations enabled", "prebuilt workload label to annotation
-    # update, WorkloadIdentifierAnnotations enabled", "prebuilt workload annotation to label update,
-    # WorkloadIdentifierAnnotations enabled".
     assert update(kit, kit.make_job(labels={PREBUILT: "wl"}, suspend=True),
                   kit.make_job(labels={PREBUILT: "wl"}, suspend=True), features=WIA_OFF) == []
     # X22-X24: annotation, label fallback, both.

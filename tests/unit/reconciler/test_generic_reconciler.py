@@ -37,10 +37,12 @@ from .helpers import (
 GATED = c.ADMISSION_GATED_BY_ANNOTATION
 
 
+@pytest.mark.kueue_case(
+    "TestReconcileGenericJob/handle job with no workload (elasticJobsViaWorkloadSlicesEnabled = "
+    "false)",
+)
 async def test_r1_creates_the_workload() -> None:
-    # Ports Kueue v0.19.2 TestReconcileGenericJob/"handle job with no workload
-    # (elasticJobsViaWorkloadSlicesEnabled = false)".
-    w = World()
+    w = World(features=FeatureGates(ElasticJobsViaWorkloadSlices=False))
     await w.create_job()
     await w.reconcile(MockJob())
     [wl] = w.workloads()
@@ -53,12 +55,16 @@ async def test_r1_creates_the_workload() -> None:
     assert "annotations" not in wl["metadata"]
 
 
+# The first case is not Go's "update workload to match job (one existing workload)": that one
+# is an elastic Job (tests/unit/batchjob/test_elastic.py).
+@pytest.mark.kueue_case(
+    "TestReconcileGenericJob/update workload to match job preserves active=true",
+    "TestReconcileGenericJob/update workload to match job preserves active=false",
+    "TestReconcileGenericJob/update workload to match job with changed parallelism preserves "
+    "active=false",
+)
 @pytest.mark.parametrize(("active", "count"), [(None, 1), (True, 1), (False, 1), (False, 5)])
 async def test_r5_r8_update_to_match_preserves_active(active: bool | None, count: int) -> None:
-    # Ports Kueue v0.19.2 TestReconcileGenericJob/"update workload to match job (one existing
-    # workload)", "update workload to match job preserves active=true", "update workload to match
-    # job preserves active=false", "update workload to match job with changed parallelism preserves
-    # active=false".
     w = World()
     await w.create_job()
     spec: dict[str, Any] = {} if active is None else {"active": active}
@@ -75,16 +81,20 @@ async def test_r5_r8_update_to_match_preserves_active(active: bool | None, count
                                   "default/job-test-job-1")]
 
 
+@pytest.mark.kueue_case(
+    "TestReconcileGenericJob/job with AdmissionGatedBy annotation should create workload with "
+    "annotation",
+    "TestReconcileGenericJob/job with multiple AdmissionGatedBy gates should create workload "
+    "with annotation",
+    "TestReconcileGenericJob/job with AdmissionGatedBy annotation when feature gate disabled "
+    "should not propagate annotation",
+)
 @pytest.mark.parametrize(("gate", "value"), [
     (True, "example.com/controller1"),
     (True, "example.com/controller1,example.com/controller2"),
     (False, None),
 ])
 async def test_r9_r11_r12_admission_gated_by_on_create(gate: bool, value: str | None) -> None:
-    # Ports Kueue v0.19.2 TestReconcileGenericJob/"job with AdmissionGatedBy annotation should
-    # create workload with annotation", "job with multiple AdmissionGatedBy gates should create
-    # workload with annotation", "job with AdmissionGatedBy annotation when feature gate disabled
-    # should not propagate annotation".
     w = World(features=FeatureGates(AdmissionGatedBy=gate))
     await w.create_job(annotations={GATED: "example.com/controller1"
                                     if value is None else value})
@@ -93,6 +103,13 @@ async def test_r9_r11_r12_admission_gated_by_on_create(gate: bool, value: str | 
     assert (wl["metadata"].get("annotations") or {}).get(GATED) == value
 
 
+@pytest.mark.kueue_case(
+    "TestReconcileGenericJob/job with AdmissionGatedBy annotation removed should update workload",
+    "TestReconcileGenericJob/job with AdmissionGatedBy annotation unchanged should not emit event",
+    "TestReconcileGenericJob/job with AdmissionGatedBy annotation changed should emit event",
+    "TestReconcileGenericJob/job with AdmissionGatedBy annotation changed when feature disabled "
+    "should not emit event",
+)
 @pytest.mark.parametrize(("gate", "job_value", "wl_value", "written", "events"), [
     (True, None, "example.com/controller1", True,
      [("Normal", "UpdatedWorkload", 'Updated workload AdmissionGatedBy to ""')]),
@@ -107,10 +124,6 @@ async def test_r10_r13_r14_r15_admission_gated_by_sync(
     gate: bool, job_value: str | None, wl_value: str, written: bool,
     events: list[tuple[str, str, str]],
 ) -> None:
-    # Ports Kueue v0.19.2 TestReconcileGenericJob/"job with AdmissionGatedBy annotation removed
-    # should update workload", "job with AdmissionGatedBy annotation unchanged should not emit
-    # event", "job with AdmissionGatedBy annotation changed should emit event", "job with
-    # AdmissionGatedBy annotation changed when feature disabled should not emit event".
     w = World(features=FeatureGates(AdmissionGatedBy=gate))
     await w.create_job(annotations={GATED: job_value} if job_value else None)
     created = await w.create_workload(annotations={GATED: wl_value})
@@ -123,9 +136,11 @@ async def test_r10_r13_r14_r15_admission_gated_by_sync(
     assert w.recorder.events == events
 
 
+@pytest.mark.kueue_case(
+    "TestReconcileGenericJob/MultiKueue worker pod label is propagated to PodTemplate if "
+    "workload has Multikueue origin label",
+)
 async def test_r16_multikueue_worker_label_in_pod_set_info() -> None:
-    # Ports Kueue v0.19.2 TestReconcileGenericJob/"MultiKueue worker pod label is propagated to
-    # PodTemplate if workload has Multikueue origin label".
     w = World()
     await w.create_job(labels={c.MULTIKUEUE_ORIGIN_LABEL: "origin",
                                c.PREBUILT_WORKLOAD_LABEL: "job-test-job-1"})
@@ -147,8 +162,8 @@ async def test_r16_multikueue_worker_label_in_pod_set_info() -> None:
     assert w.workloads()[0]["metadata"]["resourceVersion"] == wl["metadata"]["resourceVersion"]
 
 
+@pytest.mark.kueue_case("TestReconcileGenericJob/handle job with annotations to copy")
 async def test_r17_annotations_to_copy() -> None:
-    # Ports Kueue v0.19.2 TestReconcileGenericJob/"handle job with annotations to copy".
     w = World(features=FeatureGates(CustomMetricLabels=True),
               label_keys_to_copy={"toCopyKey"}, annotations_to_copy={"toCopyAnnotation"})
     await w.create_job(labels={"toCopyKey": "toCopyValue", "dontCopyKey": "x"},
@@ -160,10 +175,12 @@ async def test_r17_annotations_to_copy() -> None:
     assert wl["metadata"]["annotations"] == {"toCopyAnnotation": "toCopyAnnValue"}
 
 
+@pytest.mark.kueue_case(
+    "TestReconcileGenericJobWithCustomWorkloadActivation/marks workload inactive when job requests",
+    "TestReconcileGenericJobWithCustomWorkloadActivation/marks workload active when job requests",
+)
 @pytest.mark.parametrize(("initial", "job_says"), [(None, False), (False, True)])
 async def test_r18_r19_custom_workload_activation(initial: bool | None, job_says: bool) -> None:
-    # Ports Kueue v0.19.2 TestReconcileGenericJobWithCustomWorkloadActivation/"marks workload
-    # inactive when job requests", "marks workload active when job requests".
     w = World()
     await w.create_job()
     await w.create_workload(**({} if initial is None else {"active": initial}))
@@ -173,9 +190,12 @@ async def test_r18_r19_custom_workload_activation(initial: bool | None, job_says
     assert w.workloads()[0]["spec"]["active"] is job_says
 
 
+@pytest.mark.kueue_case(
+    "TestProcessOptions/all options are passed",
+    "TestProcessOptions/a single option is passed",
+    "TestProcessOptions/no options are passed",
+)
 def test_r20_r23_options() -> None:
-    # Ports Kueue v0.19.2 TestProcessOptions/"all options are passed", "a single option is passed",
-    # "no options are passed".
     clock = ManualClock()
     opts = process_options(manage_jobs_without_queue_name=True, wait_for_pods_ready=True,
                            kube_server_version="v1.36", label_keys_to_copy={"toCopyKey"},
@@ -205,10 +225,12 @@ def test_disable_wait_for_pods_ready_gate_wins() -> None:
     assert r.wait_for_pods_ready is False
 
 
+@pytest.mark.kueue_case(
+    "TestReconcileGenericJobWithWaitForPodsReady/update podready condition failed",
+    "TestReconcileGenericJobWithWaitForPodsReady/update podready condition success",
+)
 @pytest.mark.parametrize("fail", [True, False])
 async def test_r25_r26_pods_ready_write(fail: bool) -> None:
-    # Ports Kueue v0.19.2 TestReconcileGenericJobWithWaitForPodsReady/"update podready condition
-    # failed", "update podready condition success".
     w = World(wait_for_pods_ready=True)
     await w.create_job(suspend=False, status={"ready": 1, "active": 1})
     await w.create_workload(status=admitted_status(w, extra=[{
@@ -226,11 +248,11 @@ async def test_r25_r26_pods_ready_write(fail: bool) -> None:
                                                                                "Started")
 
 
+@pytest.mark.kueue_case("TestReconcileGenericJob_EvictionClearsQuotaReservation")
 @pytest.mark.parametrize(("observability", "reason"), [(False, "Pending"),
                                                        (True, "PendingEvaluation")])
 async def test_r27_r28_eviction_clears_quota_reservation(observability: bool,
                                                          reason: str) -> None:
-    # Ports Kueue v0.19.2 TestReconcileGenericJob_EvictionClearsQuotaReservation.
     w = World(features=FeatureGates(UnadmittedWorkloadsObservability=observability))
     await w.create_job()
     await w.create_workload(status=admitted_status(w, evicted=("Preempted", "Preempted")))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from jobframework.indexer import (
     OWNER_REFERENCE_UID,
     list_owned_workloads,
@@ -44,9 +46,11 @@ def wl(name: str, owners: list[tuple[str, str, str, str]]) -> dict[str, object]:
             "spec": {"podSets": []}}
 
 
+@pytest.mark.kueue_case(
+    "TestSetupIndexes/proper indexes are set",
+    "TestSetupIndexes/kubeflow.org/mpijob is disabled in the configAPI",
+)
 async def test_s4_s5_owner_index_on_the_cache() -> None:
-    # Ports Kueue v0.19.2 TestSetupIndexes/"proper indexes are set", "kubeflow.org/mpijob is
-    # disabled in the configAPI".
     w = World()
     # Owners must exist, or the garbage collector removes the Workloads.
     for name, uid in (("alpha", "a1"), ("beta", "b1")):

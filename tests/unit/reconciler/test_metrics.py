@@ -50,14 +50,17 @@ def job_object(kind: str, api_version: str, created: dt.datetime) -> dict[str, A
                          "creationTimestamp": rfc3339(created)}}
 
 
+@pytest.mark.kueue_case(
+    "TestRecordWorkloadCreationLatency/LeaderWorkerSet",
+    "TestRecordWorkloadCreationLatency/GenericJob",
+    "TestRecordWorkloadCreationLatency/StatefulSet",
+)
 @pytest.mark.parametrize(("kind", "api_version"), [
     ("LeaderWorkerSet", "leaderworkerset.x-k8s.io/v1"),
     ("Job", "batch/v1"),
     ("StatefulSet", "apps/v1"),
 ])
 def test_record_workload_creation_latency(kind: str, api_version: str) -> None:
-    # Ports Kueue v0.19.2 TestRecordWorkloadCreationLatency/"LeaderWorkerSet", "GenericJob",
-    # "StatefulSet".
     metrics = JobMetrics()
     base = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
     job = job_object(kind, api_version, base - dt.timedelta(seconds=5))

@@ -100,10 +100,12 @@ async def world() -> AsyncIterator[World]:
     await w.mgr.stop()
 
 
+@pytest.mark.kueue_case(
+    "TestSetupControllers/mapper doesn't have kubeflow.org/mpijob, but no error occur",
+    "TestSetupControllers/mapper doesn't have ray.io/raycluster when Controllers have been "
+    "setup, but eventually does",
+)
 async def test_missing_crd_defers_controller_until_served(world: World) -> None:
-    # Ports Kueue v0.19.2 TestSetupControllers/"mapper doesn't have kubeflow.org/mpijob, but no
-    # error occur", "mapper doesn't have ray.io/raycluster when Controllers have been setup, but
-    # eventually does".
     w = world
     done = await w.setup()
     assert done == frozenset(), "no controller while the API is missing"
@@ -135,8 +137,8 @@ async def test_missing_crd_defers_controller_until_served(world: World) -> None:
             await task
 
 
+@pytest.mark.kueue_case("TestSetupControllers/setup controllers succeed")
 async def test_served_crd_sets_up_controller_at_once(world: World) -> None:
-    # Ports Kueue v0.19.2 TestSetupControllers/"setup controllers succeed".
     w = world
     w.server.register_crd(WIDGET_CRD)
     assert await w.setup() == {NAME}
