@@ -8,7 +8,10 @@ their observable state must be equal: each Job's ``suspend``, and its Workload's
 admission (ClusterQueue, flavors, usage), ``active`` and conditions with reasons and
 messages. UIDs, generated names and the scenario's unique suffix are normalized;
 timestamps are left out. ``PodsReady`` is left out too: the in-memory server runs no
-pods, so only real Kueue writes it.
+pods, so only real Kueue writes it. Phases are seconds apart on the real control plane
+(each settles for 3 s); the stand-in's manual clock moves :data:`PHASE_SECONDS` before each
+phase, so that creation and reservation times order the same on both sides (Kueue's FIFO
+and its preemption candidates depend on them).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from integrations.batchjob import CALLBACKS
 from jobframework import constants as c
 from jobframework.runtime.client import PropagationPolicy
 from jobframework.runtime.client.rest import RestClient
+from jobframework.runtime.clock import ManualClock
 from jobframework.runtime.objects import GVK, Object
 from jobframework.testing import KueueStandIn
 from jobframework.testing.cluster.manifests import COMPLETE_DELAY_ANNOTATION
@@ -55,6 +59,8 @@ RF_GVK = GVK("kueue.x-k8s.io", "v1beta2", "ResourceFlavor")
 #: last inadmissible requeue (``requeueIfNotPresent``); with two preempted Workloads,
 #: real Kueue retried one or the other in three runs. That message alone is not compared.
 NOT_COMPARED = "<timing-dependent: not compared>"
+#: How far the stand-in's clock moves before each phase.
+PHASE_SECONDS = 10
 CONDITIONS = ("QuotaReserved", "Admitted", "Evicted", "Preempted", "Requeued", "Finished")
 
 
@@ -115,6 +121,23 @@ SCENARIOS = [
         (Step("delete", "h"),),
     ), preemption="LowerPriority", priorities={"low": 100, "high": 1000},
         timing_dependent={2: ("l1", "l2")}),
+    # Three equal candidates admitted one phase apart, one victim enough: Kueue takes the
+    # most recently admitted (CandidatesOrdering: lower priority, then newer reservation).
+    Scenario("preemption-newest-first", {"a": "3"}, (
+        (create("l1", priority="low"),),
+        (create("l2", priority="low"),),
+        (create("l3", priority="low"),),
+        (create("h", priority="high"),),
+    ), preemption="LowerPriority", priorities={"low": 100, "high": 1000},
+        timing_dependent={4: ("l3",)}),
+    # The newer small job is removed first, but h fits only once the big one is removed
+    # too; the small one is then added back (fillBackWorkloads): only the big one goes.
+    Scenario("preemption-only-the-big-one", {"a": "3"}, (
+        (create("big", cpu="2", priority="low"),),
+        (create("small", priority="low"),),
+        (create("h", cpu="2", priority="high"),),
+    ), preemption="LowerPriority", priorities={"low": 100, "high": 1000},
+        timing_dependent={3: ("big",)}),
     Scenario("deactivation", {"a": "1"}, (
         (create("j1"),),
         (create("j2"),),
@@ -271,9 +294,11 @@ class RealKueue:
 class StandIn:
     """The in-memory API server, the stand-in and our batch/job integration."""
 
-    def __init__(self, kueue: KueueStandIn, running: RunningIntegration) -> None:
+    def __init__(self, kueue: KueueStandIn, running: RunningIntegration,
+                 clock: ManualClock) -> None:
         self.kueue = kueue
         self.running = running
+        self.clock = clock
         self.client = kueue.server.client()
         self.suffix = uuid.uuid4().hex[:6]
         self.jobs: list[str] = []
@@ -334,13 +359,14 @@ def _diff(a: Any, b: Any) -> str:
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
 async def test_standin_agrees_with_real_kueue(
         scenario: Scenario, client: RestClient, kueue: KueueStandIn,
-        kueue_manager: KueueManagerFactory) -> None:
+        kueue_manager: KueueManagerFactory, kueue_clock: ManualClock) -> None:
     real = RealKueue(client)
-    standin = StandIn(kueue, await kueue_manager(CALLBACKS, name="batch/job"))
+    standin = StandIn(kueue, await kueue_manager(CALLBACKS, name="batch/job"), kueue_clock)
     try:
         await real.prepare(scenario)
         await standin.prepare(scenario)
         for number, phase in enumerate(scenario.phases, 1):
+            standin.clock.advance(PHASE_SECONDS)
             for step in phase:
                 await real.run(step)
                 await standin.run(step)
