@@ -735,10 +735,13 @@ SEMANTIC_CASES: Final[Mapping[str, tuple[SemanticCase, ...]]] = {
                      create_only=True, hint=str(MAX_POD_SETS)),
         SemanticCase("appwrapper", "no-components", _set(("spec", "components"), []),
                      "spec.components", create_only=True),
-        SemanticCase("appwrapper", "kind-not-served",
-                     _edits(_set((*_AW_TEMPLATE, "apiVersion"), "example.com/v1"),
-                            _set((*_AW_TEMPLATE, "kind"), "Widget")),
-                     "spec.components[0].template.kind", create_only=True, hint="Widget"),
+        # A kind the cluster does not serve is accepted, as upstream (GitOps applies the
+        # CRD later); a known kind in a version whose pod sets are not inferred is not.
+        SemanticCase("appwrapper", "known-kind-unknown-version",
+                     _edits(_set((*_AW_TEMPLATE, "apiVersion"), "ray.io/v1alpha1"),
+                            _set((*_AW_TEMPLATE, "kind"), "RayCluster")),
+                     "spec.components[0].template.apiVersion", create_only=True,
+                     hint="v1alpha1"),
         *_kueue_cases("appwrapper"),
     ),
     "batchjob": (
