@@ -97,7 +97,7 @@ def bench_cluster_ab(session: nox.Session) -> None:
 
 #: ``nox -s faults -- --NAME VALUE`` → pytest's ``--faults-NAME VALUE``.
 FAULT_OPTIONS = ("seed", "lifecycles", "kills", "compactions", "apiserver-restarts",
-                 "integrations", "load", "dir", "report")
+                 "hostile", "integrations", "load", "dir", "report")
 
 
 @nox.session(python=PYTHON)
@@ -105,10 +105,12 @@ def faults(session: nox.Session) -> None:
     """The fault and bad-input suite on a local control plane of its own (builds it if needed).
 
     Without arguments: CI's short run (40 lifecycles over every registered integration,
-    4 manager SIGKILLs, an etcd compaction, the proxy's faults), a load run of 200 jobs
-    and the bad-input tests. ``-- --seed 2026 --lifecycles 300 --kills 20 --compactions 3``
-    is the long run; ``--apiserver-restarts N`` adds API server restarts; ``--load 2000``
-    runs only the load run, at that size; ``--report PATH`` writes the JSON report there.
+    4 manager SIGKILLs, an etcd compaction, the proxy's faults, a hostile tenant on 30 %
+    of the JobFlows, DaemonJobs and AppWrappers), a load run of 200 jobs and the
+    bad-input tests. ``-- --seed 2026 --lifecycles 300 --kills 20 --compactions 3``
+    is the long run; ``--apiserver-restarts N`` adds API server restarts; ``--hostile
+    SHARE`` sets the tenant's share (0: none); ``--load 2000`` runs only the load run, at
+    that size; ``--report PATH`` writes the JSON report there.
     """
     session.install("-e", ".[test,speed]")
     session.run("python", "-m", "jobframework.testing.cluster", "build")

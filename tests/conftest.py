@@ -51,6 +51,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--faults-kills", type=int, default=4, help="manager SIGKILLs")
     group.addoption("--faults-compactions", type=int, default=1, help="etcd compactions")
     group.addoption("--faults-apiserver-restarts", type=int, default=0)
+    group.addoption("--faults-hostile", type=float, default=0.3,
+                    help="share of JobFlow, DaemonJob and AppWrapper lifecycles the hostile "
+                         "tenant attacks (0: none)")
     group.addoption("--faults-integrations", default="",
                     help="comma-separated integrations (default: every registered one)")
     group.addoption("--faults-load", type=int, default=200,

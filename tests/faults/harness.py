@@ -5,6 +5,10 @@ errors by a :class:`~jobframework.testing.faultproxy.FaultProxy`, etcd is compac
 :class:`~jobframework.testing.invariants.InvariantWatcher` checks the jobframework's
 guarantees while it runs.
 
+A hostile tenant (``tenant``) creates a share of the JobFlow, DaemonJob and AppWrapper
+lifecycles and tries, while they run, to steer, resize and outrun what Kueue admitted;
+the watcher's ``pods-off-flavor`` and ``pods-over-admission`` rules judge what ran.
+
 Every random choice comes from one seed (:attr:`RunSettings.seed`): the mix of kinds,
 priorities, deletions and deactivations, the points where the manager is killed, the
 proxy's decisions. Wall-clock timing still differs between runs, so a replay repeats
@@ -41,6 +45,8 @@ from jobframework.runtime.objects import GVK, Object
 from jobframework.testing.cluster import ClusterInfo, LocalCluster
 from jobframework.testing.invariants import InvariantWatcher, Violation, WatchedKind
 from jobframework.workload import WORKLOAD_GVK
+
+from .tenant import HOSTILE_KINDS, HostileTenant, hostile_objects
 
 T = TypeVar("T")
 
@@ -93,6 +99,17 @@ class RunSettings:
     #: Seconds a job may take to finish once every lifecycle has been started.
     finish_timeout: float = 600.0
     grace: float = 30.0
+    #: Seconds a job may run more pods than admitted (``pods-over-admission``): the time
+    #: a controller takes to set back a child the tenant resized, the proxy's faults
+    #: included; the manager's downtime after a SIGKILL does not count
+    #: (``InvariantWatcher.controllers_down``).
+    overrun_grace: float = 30.0
+    #: Share of the JobFlow, DaemonJob and AppWrapper lifecycles the hostile tenant
+    #: creates and attacks (at least one of each kind when above 0; 0: no tenant).
+    hostile: float = 0.3
+    #: Seconds the pods of the tenant's lifecycles run: longer than ``overrun_grace``, so
+    #: that a child left resized would be seen over its admission.
+    hostile_run: float = 45.0
     #: Sample the manager's RSS and work-queue depth every this many seconds (0: never).
     sample_every: float = 0.0
 
@@ -119,6 +136,9 @@ class RunReport:
     proxy: dict[str, Any] = attrs.field(factory=dict)
     watcher: dict[str, int] = attrs.field(factory=dict)
     violations: list[dict[str, Any]] = attrs.field(factory=list)
+    #: The hostile tenant's lifecycles and the outcome of each edit it tried
+    #: (:class:`~.tenant.TenantReport`); empty without a tenant.
+    tenant: dict[str, Any] = attrs.field(factory=dict)
     seconds: float = 0.0
     #: (seconds since start, manager RSS in MB, work-queue depth summed over controllers)
     samples: list[tuple[float, float, int]] = attrs.field(factory=list)
@@ -138,7 +158,22 @@ class RunReport:
                 f"{self.deletions} deletions, evictions seen "
                 f"{self.watcher.get('evictions_seen', 0)} reflected "
                 f"{self.watcher.get('evictions_reflected', 0)}; "
+                f"{self._tenant_summary()}"
                 f"{len(self.violations)} violations; {self.seconds:.0f} s")
+
+    def _tenant_summary(self) -> str:
+        t = self.tenant
+        if not t:
+            return ""
+        slowest = {k: f"{max(v):.1f}s" for k, v in (t.get("corrected_after") or {}).items()
+                   if v}
+        w = self.watcher
+        return (f"hostile tenant: {sum((t.get('lifecycles') or {}).values())} lifecycles, "
+                f"outcomes {t.get('outcomes')}, slowest correction {slowest}; "
+                f"pods judged on their flavor {w.get('pods_placement_checked', 0)}, "
+                f"overruns seen {w.get('overruns_seen', 0)} corrected "
+                f"{w.get('overruns_corrected', 0)} (longest "
+                f"{w.get('overrun_longest_ms', 0) / 1000:.1f}s); ")
 
 
 def free_port() -> int:
@@ -233,6 +268,21 @@ def lifecycle_object(integration: str, name: str, namespace: str, queue: str,
     _rename_nested(obj, name, [0])
     _set_pod_requests(obj.get("spec"), POD_CPU)
     return obj
+
+
+def hostile_lifecycles(kinds: list[str], share: float, seed: int) -> set[int]:
+    """Which lifecycles (indexes into ``kinds``) the hostile tenant runs: ``share`` of
+    each kind of :data:`~.tenant.HOSTILE_KINDS`, at least one when ``share`` is above 0,
+    chosen by a generator of their own (the rest of the schedule stays the seed's)."""
+    if share <= 0:
+        return set()
+    rng = random.Random(f"hostile-{seed}")
+    chosen: set[int] = set()
+    for kind in HOSTILE_KINDS:
+        of_kind = [i for i, k in enumerate(kinds) if k == kind]
+        n = min(len(of_kind), max(1, round(share * len(of_kind))))
+        chosen.update(rng.sample(of_kind, n))
+    return chosen
 
 
 def callbacks(name: str) -> IntegrationCallbacks:
@@ -447,6 +497,10 @@ class FaultRun:
         self._progress = 0
         self._progress_event = asyncio.Event()
         self._watcher: InvariantWatcher | None = None
+        self._tenant: HostileTenant | None = None
+        self._hostile: set[int] = set()
+        self._client: RestClient | None = None
+        self._down_tasks: list[asyncio.Task[None]] = []
 
     # ------------------------------------------------------------------ set-up
 
@@ -512,9 +566,20 @@ class FaultRun:
         name = f"{kind}-{i:04d}"
         obj = lifecycle_object(kind, name, self.ns, self.queue, priority)
         gvk = GVK.of(obj)
-        async with sem:
-            created = await retry(f"create {kind} {name}", lambda: client.create(obj),
-                                  counter=self._create_retries)
+        tenant = self._tenant if i in self._hostile else None
+        if tenant is not None:
+            # The tenant's lifecycles run to their end, beside the others (not counted in
+            # the concurrency: their pods run long, and request little).
+            action = "run"
+        gate: contextlib.AbstractAsyncContextManager[Any] = (
+            sem if tenant is None else contextlib.nullcontext())
+        async with gate:
+            if tenant is not None:
+                created = await tenant.create(
+                    kind, hostile_objects(kind, obj, self.s.hostile_run))
+            else:
+                created = await retry(f"create {kind} {name}", lambda: client.create(obj),
+                                      counter=self._create_retries)
             uid = created["metadata"]["uid"]
             self._progress += 1
             self._progress_event.set()
@@ -527,7 +592,11 @@ class FaultRun:
                 self.report.deletions += 1
                 self._outcome("deleted")
                 return
+            if tenant is not None:
+                await tenant.attack(kind, created)
             outcome = await self._wait_finished(client, gvk, kind, name)
+            if tenant is not None:
+                await tenant.after(kind, created)
             self._outcome(outcome)
             if outcome == "failed":
                 self.extra_violations.append(Violation(
@@ -535,6 +604,10 @@ class FaultRun:
                     message=f"{gvk.kind} {name} failed", at=time.monotonic()))
             if delete_after:
                 await retry(f"delete {name}", lambda: _delete(client, gvk, name, self.ns))
+
+    def _tenant_violation(self, violation: Violation) -> None:
+        self.say(f"  VIOLATION {violation}")
+        self.extra_violations.append(violation)
 
     def _outcome(self, outcome: str) -> None:
         self.report.outcomes[outcome] = self.report.outcomes.get(outcome, 0) + 1
@@ -631,6 +704,7 @@ class FaultRun:
                 await supervisor.running()  # it may still be restarting from the last kill
                 if supervisor.kill():
                     self.say(f"  [{self._progress}/{n}] manager SIGKILLed")
+                    self._down_tasks.append(asyncio.create_task(self._manager_down()))
                 await asyncio.sleep(self.rng.uniform(0.5, 3.0))
             elif what == "compact":
                 rev = await asyncio.to_thread(etcd_compact, self.info)
@@ -647,6 +721,17 @@ class FaultRun:
                     await asyncio.to_thread(self.cluster.start_component, "kube-apiserver")
                 self.report.apiserver_restarts += 1
                 self.say(f"  [{self._progress}/{n}] kube-apiserver back")
+
+    async def _manager_down(self) -> None:
+        """Tell the watcher the correcting controllers are down, from a SIGKILL until the
+        restarted manager's webhooks answer (its controllers start about a second
+        later)."""
+        assert self._watcher is not None and self._client is not None
+        client = self._client
+        async with self._watcher.controllers_down():
+            await asyncio.sleep(0.5)  # the killed process's webhooks stop answering
+            await self._eventually("the manager's webhooks after a SIGKILL",
+                                   lambda: self._webhooks_ready(client), 180)
 
     async def _sample(self, supervisor: ManagerSupervisor, t0: float) -> None:
         while True:
@@ -672,6 +757,7 @@ class FaultRun:
         timeouts = Timeouts(read=30.0, watch_inactivity=90.0)
         async with await RestClient.from_kubeconfig(
                 self.info.kubeconfig, user_agent=HARNESS_AGENT, timeouts=timeouts) as client:
+            self._client = client
             await self._setup(client)
             proxy: ProxyProcess | None = None
             manager_kubeconfig = Path(self.info.kubeconfig)
@@ -691,7 +777,8 @@ class FaultRun:
             supervisor = ManagerSupervisor(manager_kubeconfig, self.dir, self.s.integrations,
                                            unexpected)
             watcher = InvariantWatcher(client, list(self._kinds.values()), namespace=self.ns,
-                                       grace=self.s.grace)
+                                       grace=self.s.grace,
+                                       overrun_grace=self.s.overrun_grace)
             watcher.on_violation(lambda v: self.say(
                 f"  VIOLATION {v.rule}: {v.kind} {v.namespace}/{v.name}: {v.message}"))
             self._watcher = watcher
@@ -710,6 +797,16 @@ class FaultRun:
                 kinds = [self.s.integrations[i % len(self.s.integrations)]
                          for i in range(self.s.lifecycles)]
                 self.rng.shuffle(kinds)
+                self._hostile = hostile_lifecycles(kinds, self.s.hostile, self.s.seed)
+                if self._hostile:
+                    # A correction is decided when it happens or when the child ends: a
+                    # child that ran its pods over size to their end was never corrected.
+                    self._tenant = HostileTenant(
+                        client, self.info.kubeconfig, self.ns, self.s.hostile_run,
+                        decide_within=self.s.hostile_run + self.s.grace,
+                        on_violation=self._tenant_violation)
+                    await self._tenant.setup()
+                    self.say(f"hostile tenant up: {len(self._hostile)} lifecycles are its")
                 for kind in kinds:
                     self.report.by_kind[kind] = self.report.by_kind.get(kind, 0) + 1
                 tasks = [asyncio.create_task(self._lifecycle(client, i, kind, sem))
@@ -724,7 +821,7 @@ class FaultRun:
                 await watcher.wait_terminal(self.s.finish_timeout)
                 await watcher.final_check(settle=self.s.grace * 2)
             finally:
-                for task in (chaos, sampler):
+                for task in (chaos, sampler, *self._down_tasks):
                     if task is not None and not task.done():
                         task.cancel()
                         await asyncio.gather(task, return_exceptions=True)
@@ -738,6 +835,10 @@ class FaultRun:
                 self.report.proxy = proxy.stats() if proxy is not None else {}
                 self.report.watcher = dict(watcher.stats)
                 self.report.create_retries = self._create_retries[0]
+                if self._tenant is not None:
+                    self.report.tenant = attrs.asdict(self._tenant.report)
+                    with contextlib.suppress(Exception):
+                        await self._tenant.close()
                 self.report.violations = [attrs.asdict(v) for v in
                                           [*watcher.violations, *self.extra_violations]]
                 self.report.seconds = time.monotonic() - t0

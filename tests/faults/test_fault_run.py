@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -13,6 +14,7 @@ from integrations.catalog import reference_names
 from jobframework.testing.cluster import ClusterInfo, LocalCluster
 
 from .harness import FaultRun, RunSettings
+from .tenant import BAD_OUTCOMES, HOSTILE_KINDS
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(3600)]
 
@@ -30,6 +32,7 @@ def settings_from(config: pytest.Config) -> RunSettings:
         kills=config.getoption("--faults-kills"),
         compactions=config.getoption("--faults-compactions"),
         apiserver_restarts=config.getoption("--faults-apiserver-restarts"),
+        hostile=config.getoption("--faults-hostile"),
         integrations=integrations)
 
 
@@ -69,3 +72,32 @@ async def test_every_integration_survives_faults_with_no_violation(
     assert report.violations == [], "\n".join(
         f"{v['rule']}: {v['kind']} {v['namespace']}/{v['name']}: {v['message']}"
         for v in report.violations)
+    # The placement rules judged what ran: every running pod's node against its flavor.
+    assert report.watcher["pods_placement_checked"] > 0
+    attacked = set(HOSTILE_KINDS) & set(settings.integrations)
+    if settings.hostile > 0 and attacked:
+        assert_tenant_held_off(report.tenant, attacked)
+
+
+def assert_tenant_held_off(tenant: dict[str, Any], attacked: set[str]) -> None:
+    """The tenant attacked every kind it could, each edit met its protection at least
+    once, and none took effect (those are violations too, named as they happened).
+
+    An eviction may come first: a scaled child is then stopped rather than set back, and
+    a JobFlow readmitted with its edited JobTemplate (Kueue sizes the new Workload from
+    it); the run's other attacks still meet the protection.
+    """
+    assert set(tenant["lifecycles"]) == attacked, tenant["lifecycles"]
+    outcomes: dict[str, dict[str, int]] = tenant["outcomes"]
+    expected: dict[str, tuple[str, ...]] = {
+        "admission": ("refused",), "scale": ("set-back",), "claim": ("suspended",)}
+    if "daemonjob" in attacked:
+        expected["nodes"] = ("refused",)
+    if "jobflow" in attacked:
+        expected["template"] = ("ignored", "readmitted-with-it")
+    for attempt, good in expected.items():
+        met = sum(outcomes.get(attempt, {}).get(outcome, 0) for outcome in good)
+        assert met >= 1, (attempt, outcomes)
+    took_effect = {(a, o): n for a, by in outcomes.items() for o, n in by.items()
+                   if o in BAD_OUTCOMES}
+    assert not took_effect, took_effect

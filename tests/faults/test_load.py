@@ -26,7 +26,7 @@ async def test_load_across_every_integration_keeps_the_invariants(
     settings = RunSettings(
         name="load", seed=request.config.getoption("--faults-seed"), lifecycles=n, kills=0,
         compactions=0, integrations=reference_names(), concurrency=96, quota_cpu="12",
-        high_priority=0.0, deactivations=0.0, deletions=0.02, use_proxy=False,
+        high_priority=0.0, deactivations=0.0, deletions=0.02, use_proxy=False, hostile=0.0,
         finish_timeout=max(900.0, n * 1.0), sample_every=2.0)
 
     def say(line: str) -> None:

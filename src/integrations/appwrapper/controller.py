@@ -363,12 +363,15 @@ class AppWrapperReconciler:
             return await self._finalize(aw)
         # Whatever the phase: a Job claiming the AppWrapper it was not created by must not
         # run on the AppWrapper's admission (see .children).
-        await self.suspend_foreign_jobs(aw)
+        unsuspended = await self.suspend_foreign_jobs(aw)
         phase = _status(aw).get("phase") or ""
         handler = self._phases().get(str(phase))
-        if handler is None:
-            return Result()
-        return await handler(aw)
+        result = Result() if handler is None else await handler(aw)
+        if unsuspended is not None:
+            # Not left to the next poll (a minute when healthy): the claiming Job runs on
+            # the AppWrapper's admission until a pass suspends it.
+            raise unsuspended
+        return result
 
     def _phases(self) -> dict[str, Callable[[Object], Awaitable[Result]]]:
         return {
@@ -986,7 +989,9 @@ class AppWrapperReconciler:
         everything is within the admission).
 
         A write the API server refuses (Invalid, Forbidden: the controller may not update
-        that kind) cannot set it back either; other errors are left to the next pass.
+        that kind) cannot set it back either; other errors (a Conflict with a stale cache,
+        a transient failure) end the pass, which is retried with backoff rather than left
+        to the next poll: the extra pods run until a pass sets the component back.
         """
         problems: list[str] = []
         statuses = _component_statuses(aw)
@@ -1007,9 +1012,6 @@ class AppWrapperReconciler:
             except (Invalid, Forbidden) as err:
                 problems.append(f"{what}, not set back: {err}")
                 continue
-            except _CALL_ERRORS as err:
-                log.info("could not set %s back to its admitted size: %s", what, err)
-                continue
             self.recorder.event(aw, WARNING, ADMITTED_SIZE_RESTORED_REASON,
                                 truncate_event_message(f"{what}: set back to the admitted "
                                                        f"count"))
@@ -1026,15 +1028,16 @@ class AppWrapperReconciler:
             jobs = await self.client.list(JOB_GVK, namespace=namespace_of(aw))
         return [j for j in jobs.items if (controller_of(j) or {}).get("uid") == uid]
 
-    async def suspend_foreign_jobs(self, aw: Object) -> None:
+    async def suspend_foreign_jobs(self, aw: Object) -> Exception | None:
         """Suspend the running Jobs that name ``aw`` as their controller but are none of
         its components (:func:`~.children.foreign_jobs`), with a Warning
         ``ForeignJobSuspended`` event on the AppWrapper and on the Job.
 
         A component is recorded in ``status.componentStatus`` before it is created, but
         the cache may show the new Job before that status: a Job that looks foreign is
-        checked again against the AppWrapper read from the API server. API errors are
-        logged and left to the next pass.
+        checked again against the AppWrapper read from the API server. An API error is
+        returned (None when all went through): the pass goes on with the AppWrapper's
+        phase, then fails with it, so that it is retried with backoff.
         """
         try:
             foreign = foreign_jobs(_component_statuses(aw), await self.owned_jobs(aw))
@@ -1045,8 +1048,8 @@ class AppWrapperReconciler:
             for job in foreign:
                 await suspend_foreign_job(self.client, self.recorder, aw, job)
         except _CALL_ERRORS as err:
-            log.info("could not check the Jobs claiming AppWrapper %s/%s: %s",
-                     namespace_of(aw), name_of(aw), err)
+            return err
+        return None
 
     # -- wiring ------------------------------------------------------------------------------
 

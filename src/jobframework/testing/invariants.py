@@ -11,6 +11,24 @@ records a :class:`Violation` as soon as it sees one of these broken:
     first Workload), compared in cluster time with ``clock_skew`` of slack; otherwise once
     it keeps running unadmitted for ``grace`` seconds (an eviction takes that long to
     stop it).
+``pods-off-flavor``
+    A scheduled pod of a job (not terminating, not finished) runs on a node that lacks a
+    node label of the ResourceFlavors its PodSet was admitted with (the Workload's
+    ``status.admission.podSetAssignments[].flavors``, each flavor's
+    ``spec.nodeLabels``): quota is charged to one flavor while the pod runs on another's
+    nodes. Immediately for a pod of one of the admitted PodSets (its
+    ``kueue.x-k8s.io/podset`` label) created under the admission in force; after
+    ``grace`` for a pod created before it (one of an earlier admission, being stopped);
+    after ``overrun_grace`` for a pod of no admitted PodSet (a Job falsely claiming the
+    job's controller, which the controller stops on its next pass).
+``pods-over-admission``
+    A job runs more pods (neither terminating nor finished, pending ones included) than
+    its admission counts: for one PodSet (pods told apart by their
+    ``kueue.x-k8s.io/podset`` label) or in all, for longer than ``overrun_grace`` seconds.
+    The grace is the time a controller takes to set a resized child back on its next
+    pass, not a lag of the kubelet: a child's size is corrected after the fact. Time the
+    controllers are marked down (:meth:`InvariantWatcher.controllers_down`) does not
+    count.
 ``two-workloads``
     Two Workloads controlled by the same job, neither being deleted, for longer than
     ``duplicate_grace`` seconds (the reconciler itself removes a duplicate at once).
@@ -35,8 +53,9 @@ Every decision about a job goes through its integration's own
 
 How it stays right under faults. The watcher runs one
 :class:`~jobframework.runtime.cache.SharedInformer` per kind (Pods, Workloads, batch/v1
-Jobs, each watched kind): a cut watch resumes from its resourceVersion, an expired one
-relists, so no change is missed, only seen late; its backoff is capped low so a watcher
+Jobs, Nodes, ResourceFlavors, each watched kind): a cut watch resumes from its
+resourceVersion, an expired one relists, so no change is missed, only seen late; its
+backoff is capped low so a watcher
 cut often stays close to the cluster. Its views of different kinds may disagree for a
 while (each informer lags on its own), so:
 
@@ -46,6 +65,9 @@ while (each informer lags on its own), so:
 - every grace-based rule, when its grace has passed in the watcher's view, is confirmed
   by reading the objects from the API server before a violation is recorded (a failed
   read only postpones the verdict to the next tick).
+
+Both placement rules judge a pod only when its node, and every ResourceFlavor it is held
+to, are known (watched); a ResourceFlavor without ``nodeLabels`` fits every node.
 
 The created-before-admission rule needs the job's whole history, so it is applied to
 jobs created after :meth:`InvariantWatcher.start` only, and not when a Workload shows
@@ -76,6 +98,7 @@ import attrs
 from .. import constants as c
 from ..integrations import IntegrationCallbacks
 from ..interface import GenericJob
+from ..podset import RESOURCE_FLAVOR_GVK
 from ..runtime import errors
 from ..runtime.cache import (
     Backoff,
@@ -102,27 +125,37 @@ from ..workload import WORKLOAD_GVK
 
 __all__ = [
     "BATCH_JOB_GVK",
+    "NODE_GVK",
     "POD_GVK",
     "RULES",
     "RULE_EVICTION_NOT_REFLECTED",
     "RULE_LEFTOVER_FINALIZER",
     "RULE_NOT_TERMINAL",
     "RULE_ORPHANED_WORKLOAD",
+    "RULE_PODS_OFF_FLAVOR",
+    "RULE_PODS_OVER_ADMISSION",
     "RULE_PODS_WITHOUT_ADMISSION",
     "RULE_TERMINAL_STATE_LOST",
     "RULE_TWO_WORKLOADS",
+    "AdmittedPodSet",
     "InvariantWatcher",
     "Violation",
     "WatchedKind",
+    "admitted_pod_sets",
+    "pods_off_flavor",
+    "pods_over_admission",
 ]
 
 log = logging.getLogger(__name__)
 
 POD_GVK = GVK("", "v1", "Pod")
+NODE_GVK = GVK("", "v1", "Node")
 #: Followed always: the Jobs between the watched kinds and their pods.
 BATCH_JOB_GVK = GVK("batch", "v1", "Job")
 
 RULE_PODS_WITHOUT_ADMISSION = "pods-without-admission"
+RULE_PODS_OFF_FLAVOR = "pods-off-flavor"
+RULE_PODS_OVER_ADMISSION = "pods-over-admission"
 RULE_TWO_WORKLOADS = "two-workloads"
 RULE_ORPHANED_WORKLOAD = "orphaned-workload"
 RULE_LEFTOVER_FINALIZER = "leftover-finalizer"
@@ -130,15 +163,17 @@ RULE_EVICTION_NOT_REFLECTED = "eviction-not-reflected"
 RULE_TERMINAL_STATE_LOST = "terminal-state-lost"
 RULE_NOT_TERMINAL = "not-terminal"
 #: Every rule, in the order of the module documentation.
-RULES = (RULE_PODS_WITHOUT_ADMISSION, RULE_TWO_WORKLOADS, RULE_ORPHANED_WORKLOAD,
-         RULE_LEFTOVER_FINALIZER, RULE_EVICTION_NOT_REFLECTED, RULE_TERMINAL_STATE_LOST,
-         RULE_NOT_TERMINAL)
+RULES = (RULE_PODS_WITHOUT_ADMISSION, RULE_PODS_OFF_FLAVOR, RULE_PODS_OVER_ADMISSION,
+         RULE_TWO_WORKLOADS, RULE_ORPHANED_WORKLOAD, RULE_LEFTOVER_FINALIZER,
+         RULE_EVICTION_NOT_REFLECTED, RULE_TERMINAL_STATE_LOST, RULE_NOT_TERMINAL)
 
 #: Finalizers of this prefix on a pod are Kueue's (``kueue.x-k8s.io/managed``...).
 _KUEUE_FINALIZER_PREFIX = f"{c.KUEUE_GROUP}/"
 _FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
 #: Conditions a Workload only gets after an admission was taken away.
 _PAST_ADMISSION_CONDITIONS = (c.WORKLOAD_EVICTED, c.WORKLOAD_PREEMPTED, c.WORKLOAD_REQUEUED)
+#: Rules whose grace is a controller's correction on its next pass (controllers_down()).
+_CORRECTED_RULES = frozenset({RULE_PODS_OVER_ADMISSION, RULE_PODS_OFF_FLAVOR})
 #: At most this many pods are read back (and named) per confirmation.
 _PODS_CONFIRMED = 10
 
@@ -363,6 +398,119 @@ def _names(objs: Iterable[Mapping[str, Any]]) -> str:
     return ", ".join(sorted(name_of(o) for o in objs))
 
 
+# --- placement: flavors and counts (pure, shared with the tests) ---------------------------
+
+
+@attrs.frozen(kw_only=True)
+class AdmittedPodSet:
+    """One PodSet of a Workload's admission, as the placement rules read it."""
+
+    name: str
+    #: The pods admitted for it.
+    count: int
+    #: The ResourceFlavors assigned to its resources (one per resource, deduplicated).
+    flavors: tuple[str, ...]
+
+
+def admitted_pod_sets(workload: Mapping[str, Any]) -> list[AdmittedPodSet]:
+    """The PodSets of ``workload``'s ``status.admission``: each assignment's ``count``
+    (its PodSet's in ``spec.podSets`` when the assignment has none, as Kueue reads it) and
+    flavors; empty when the Workload holds no admission."""
+    admission = _status(workload).get("admission")
+    if not isinstance(admission, Mapping):
+        return []
+    spec = workload.get("spec")
+    declared = {str(ps.get("name")): ps.get("count")
+                for ps in (spec.get("podSets") or [] if isinstance(spec, Mapping) else [])
+                if isinstance(ps, Mapping)}
+    out = []
+    for psa in admission.get("podSetAssignments") or []:
+        if not isinstance(psa, Mapping):
+            continue
+        name = str(psa.get("name") or "")
+        count = psa.get("count")
+        if not isinstance(count, int) or isinstance(count, bool):
+            count = declared.get(name)
+        flavors = psa.get("flavors")
+        out.append(AdmittedPodSet(
+            name=name, count=count if isinstance(count, int) else 1,
+            flavors=tuple(sorted({str(f) for f in (flavors.values() if isinstance(
+                flavors, Mapping) else []) if f}))))
+    return out
+
+
+def _flavor_fit(node: Mapping[str, str], pod_set: AdmittedPodSet,
+                flavors: Mapping[str, Mapping[str, str]]) -> str | None:
+    """Why a node with labels ``node`` is not one of ``pod_set``'s flavors: ``""`` when
+    it is, None when a flavor is not known (nothing can be said)."""
+    if not pod_set.flavors:
+        return None
+    for flavor in pod_set.flavors:
+        wanted = flavors.get(flavor)
+        if wanted is None:
+            return None
+        for key, value in sorted(wanted.items()):
+            if node.get(key) != value:
+                have = f"{key}={node[key]}" if key in node else f"no {key} label"
+                return (f"PodSet {pod_set.name} was admitted on flavor {flavor} "
+                        f"({key}={value}), the node has {have}")
+    return ""
+
+
+def pods_off_flavor(
+    pods: Iterable[Mapping[str, Any]], admitted: Sequence[AdmittedPodSet],
+    nodes: Mapping[str, Mapping[str, str]], flavors: Mapping[str, Mapping[str, str]],
+) -> list[tuple[Mapping[str, Any], str]]:
+    """The scheduled ``pods`` (one job's, running) on a node that is not of the flavors
+    ``admitted`` for their PodSet, each with why.
+
+    ``nodes`` maps node names to their labels, ``flavors`` ResourceFlavor names to their
+    ``spec.nodeLabels``. A pod's PodSet is its ``kueue.x-k8s.io/podset`` label; a pod
+    without one, or naming a PodSet the admission lacks, must be on the flavors of some
+    admitted PodSet. A pod not scheduled, on a node not in ``nodes``, or held to a flavor
+    not in ``flavors`` is not judged.
+    """
+    by_name = {ps.name: ps for ps in admitted}
+    out: list[tuple[Mapping[str, Any], str]] = []
+    for pod in pods:
+        spec = pod.get("spec")
+        node = spec.get("nodeName") if isinstance(spec, Mapping) else None
+        if not isinstance(node, str) or not node or node not in nodes:
+            continue
+        own = by_name.get(labels_of(pod).get(c.PODSET_LABEL, ""))
+        candidates = [own] if own is not None else list(admitted)
+        fits = [_flavor_fit(nodes[node], ps, flavors) for ps in candidates]
+        if not fits or any(f is None or f == "" for f in fits):
+            continue
+        out.append((pod, f"pod {name_of(pod)} runs on node {node}: {fits[0]}"))
+    return out
+
+
+def pods_over_admission(pods: Iterable[Mapping[str, Any]],
+                        admitted: Sequence[AdmittedPodSet]) -> list[str]:
+    """How one job's ``pods`` (neither finished nor terminating) exceed ``admitted``: per
+    PodSet (pods by their ``kueue.x-k8s.io/podset`` label) and in all; empty when they
+    do not (or nothing is admitted)."""
+    if not admitted:
+        return []
+    pods = list(pods)
+    per_set: dict[str, int] = {}
+    for pod in pods:
+        label = labels_of(pod).get(c.PODSET_LABEL, "")
+        per_set[label] = per_set.get(label, 0) + 1
+    out = []
+    for ps in admitted:
+        n = per_set.get(ps.name, 0)
+        if n > ps.count:
+            out.append(f"{n} pods of PodSet {ps.name} where {ps.count} "
+                       f"{'was' if ps.count == 1 else 'were'} admitted")
+    total = sum(ps.count for ps in admitted)
+    if len(pods) > total:
+        out.append(f"{len(pods)} pods in all where {total} "
+                   f"{'was' if total == 1 else 'were'} admitted")
+    return out
+
+
 # --- the watcher ------------------------------------------------------------------------------
 
 
@@ -379,6 +527,9 @@ class InvariantWatcher:
         tick: seconds between evaluations of the grace-based rules (default: 1 s, or a
             quarter of ``grace`` when shorter).
         duplicate_grace: seconds two Workloads of one job may coexist.
+        overrun_grace: seconds a job may run more pods than admitted, or pods of no
+            admitted PodSet off its flavor (default: ``grace``): how long its controller
+            may take to set a resized child back, or stop a Job claiming it.
         clock_skew: seconds of slack between the timestamps of different writers
             (object times have second granularity).
         clock: the watcher's timers (default: the system clock).
@@ -395,6 +546,7 @@ class InvariantWatcher:
         label_selector: str | None = None,
         tick: float | None = None,
         duplicate_grace: float = 2.0,
+        overrun_grace: float | None = None,
         clock_skew: float = 1.0,
         clock: Clock | None = None,
         sync_timeout: float = 60.0,
@@ -410,6 +562,7 @@ class InvariantWatcher:
         self._selector = LabelSelector.parse(label_selector) if label_selector else None
         self._tick_every = tick if tick is not None else max(0.01, min(1.0, grace / 4))
         self._duplicate_grace = duplicate_grace
+        self._overrun_grace = grace if overrun_grace is None else overrun_grace
         self._skew = clock_skew
         self._clock: Clock = clock or RealClock()
         self._sync_timeout = sync_timeout
@@ -441,8 +594,18 @@ class InvariantWatcher:
         self._since: dict[tuple[str, ...], float] = {}
         #: Planned API server outages in progress (see :meth:`outage`).
         self._outages = 0
+        #: Marked times the correcting controllers are down (see :meth:`controllers_down`).
+        self._down = 0
+        self._down_since = 0.0
         self._counts = {"evictions_seen": 0, "evictions_reflected": 0,
-                        "evictions_superseded": 0}
+                        "evictions_superseded": 0, "pods_placement_checked": 0,
+                        "overruns_seen": 0, "overruns_corrected": 0,
+                        "overrun_longest_ms": 0}
+        #: Pods whose node was judged against an admitted flavor at least once.
+        self._pods_placed: set[str] = set()
+        #: Where the placement rules look nodes' and flavors' labels up.
+        self._nodes: SharedInformer | None = None
+        self._flavors: SharedInformer | None = None
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -463,6 +626,17 @@ class InvariantWatcher:
             on_add, on_update, on_delete = self._handlers(gvk)
             informer.add_event_handler(on_add, on_update, on_delete)
             self._informers.append(informer)
+        # Cluster-scoped, read on the timer only (no handlers).
+        for gvk in (NODE_GVK, RESOURCE_FLAVOR_GVK):
+            informer = SharedInformer(
+                self._client, gvk, namespace=None, transform=strip_managed_fields,
+                clock=self._clock, on_watch_error=self._on_watch_error,
+                backoff=Backoff(0.2, 2.0, clock=self._clock))
+            self._informers.append(informer)
+            if gvk == NODE_GVK:
+                self._nodes = informer
+            else:
+                self._flavors = informer
         for informer in self._informers:
             informer.start()
         try:
@@ -503,8 +677,11 @@ class InvariantWatcher:
     @property
     def stats(self) -> dict[str, int]:
         """What was followed: jobs, Workloads and pods seen, evictions seen and reflected
-        (the job stopped) or superseded (re-admitted, or the job went first), terminal
-        jobs, violations, and the watcher's own watch errors and relists."""
+        (the job stopped) or superseded (re-admitted, or the job went first), pods whose
+        node was judged against their admitted flavor, times a job ran more pods than
+        admitted and how many of those ended within ``overrun_grace`` (and the longest,
+        in milliseconds), terminal jobs, violations, and the watcher's own watch errors
+        and relists."""
         tracked = [j for j in self._jobs.values() if j.tracked]
         return {
             "jobs_seen": len(tracked),
@@ -895,6 +1072,30 @@ class InvariantWatcher:
             for rec in self._evictions.values():
                 rec.seen_at = max(rec.seen_at, end)
 
+    @contextlib.asynccontextmanager
+    async def controllers_down(self) -> AsyncIterator[None]:
+        """Mark a time the controllers that correct children after the fact are not
+        running (their manager was killed, until it serves again).
+
+        ``overrun_grace`` is the time those controllers take to act on their next pass,
+        and while they are down there is none: the rules that wait it
+        (``pods-over-admission``, and ``pods-off-flavor`` for pods of no admitted PodSet)
+        do not judge meanwhile, and their grace resumes when the block ends, less the time
+        down. Blocks may overlap (a manager killed again while it starts).
+        """
+        if self._down == 0:
+            self._down_since = self._clock.monotonic()
+        self._down += 1
+        try:
+            yield
+        finally:
+            self._down -= 1
+            if self._down == 0:
+                start, end = self._down_since, self._clock.monotonic()
+                for key, since in self._since.items():
+                    if key[0] in _CORRECTED_RULES:
+                        self._since[key] = since + (end - max(since, start))
+
     # -- the timer -------------------------------------------------------------------------------
 
     async def _tick_loop(self) -> None:
@@ -917,15 +1118,24 @@ class InvariantWatcher:
             """How long ``key`` has held when that is at least ``wait``, else None."""
             holding.add(key)
             held = now - self._since.setdefault(key, now)
+            if self._down and wait > 0 and key[0] in _CORRECTED_RULES:
+                return None  # no controller pass while they are down
             return held if held >= wait else None
 
         await self._tick_pods(now, due)
+        await self._tick_placement(due)
         await self._tick_duplicates(due)
         await self._tick_workloads(due)
         await self._tick_pod_finalizers(due)
         await self._tick_evictions(now)
         for key in [k for k in self._since if k not in holding]:
-            del self._since[key]
+            since = self._since.pop(key)
+            if key[0] == RULE_PODS_OVER_ADMISSION:
+                held = now - since
+                if held < self._overrun_grace:
+                    self._counts["overruns_corrected"] += 1
+                self._counts["overrun_longest_ms"] = max(
+                    self._counts["overrun_longest_ms"], int(held * 1000))
 
     async def _tick_pods(
         self, now: float, due: Callable[[tuple[str, ...], float], float | None]
@@ -956,6 +1166,137 @@ class InvariantWatcher:
             message = await self._confirm_unadmitted(job, pods, held)
             if message is not None:
                 self._flag(key, job.kind.gvk.kind, job.namespace, job.name, message)
+
+    # -- placement: pods off their flavor, more pods than admitted ---------------------------
+
+    def _labels_by_name(self, informer: SharedInformer | None,
+                        field: Callable[[Mapping[str, Any]], Any]) -> dict[str, dict[str, str]]:
+        out: dict[str, dict[str, str]] = {}
+        for obj in informer.indexer.list() if informer is not None else []:
+            value = field(obj)
+            out[name_of(obj)] = ({str(k): str(v) for k, v in value.items()}
+                                 if isinstance(value, Mapping) else {})
+        return out
+
+    def _known_nodes(self) -> dict[str, dict[str, str]]:
+        return self._labels_by_name(self._nodes, labels_of)
+
+    def _known_flavors(self) -> dict[str, dict[str, str]]:
+        return self._labels_by_name(
+            self._flavors, lambda rf: (rf.get("spec") or {}).get("nodeLabels"))
+
+    async def _tick_placement(
+        self, due: Callable[[tuple[str, ...], float], float | None]
+    ) -> None:
+        running: dict[str, list[Object]] = {}
+        for pod in list(self._pods.values()):
+            if not _pod_running(pod):
+                continue
+            job_uid = self._job_of(pod)
+            job = self._jobs.get(job_uid) if job_uid is not None else None
+            if job is None or not job.tracked or job.deleted or job.deleting:
+                continue
+            running.setdefault(job.uid, []).append(pod)
+        if not running:
+            return
+        admitting: dict[str, list[_Workload]] = {}
+        for wl in list(self._workloads.values()):
+            if wl.admitted and wl.job_uid in running:
+                admitting.setdefault(wl.job_uid, []).append(wl)
+        nodes, flavors = self._known_nodes(), self._known_flavors()
+        for job_uid, pods in running.items():
+            wls = admitting.get(job_uid)
+            if not wls:
+                continue  # pods without admission: that rule's business
+            job = self._jobs[job_uid]
+            epoch = str((self._history.get(job_uid) or _History()).epoch)
+            admitted = [ps for wl in wls for ps in admitted_pod_sets(wl.obj)]
+            for pod in pods:
+                if (pod.get("spec") or {}).get("nodeName") in nodes:
+                    self._pods_placed.add(uid_of(pod))
+            self._counts["pods_placement_checked"] = len(self._pods_placed)
+            reserved = [_time((_condition(wl.obj, c.WORKLOAD_QUOTA_RESERVED) or {})
+                              .get("lastTransitionTime")) for wl in wls]
+            since = max((t for t in reserved if t is not None), default=None)
+            names = {ps.name for ps in admitted}
+            for off, _ in pods_off_flavor(pods, admitted, nodes, flavors):
+                created = _created(off)
+                # Judged at once: a pod made from the admission in force (its PodSet's
+                # label). A pod of an earlier admission is the eviction's to stop (its
+                # grace); a pod of no admitted PodSet (a Job that claims the job's
+                # controller) is the controller's to stop on its next pass.
+                wait = 0.0
+                if since is not None and created is not None and \
+                        (since - created).total_seconds() > self._skew:
+                    wait = self._grace
+                elif labels_of(off).get(c.PODSET_LABEL) not in names:
+                    wait = self._overrun_grace
+                held = due((RULE_PODS_OFF_FLAVOR, uid_of(off)), wait)
+                key = (RULE_PODS_OFF_FLAVOR, job_uid, epoch)
+                if held is None or key in self._flagged:
+                    continue
+                message = await self._confirm_off_flavor(job, off)
+                if message is not None:
+                    self._flag(key, job.kind.gvk.kind, job.namespace, job.name, message)
+            if pods_over_admission(pods, admitted):
+                timer = (RULE_PODS_OVER_ADMISSION, job_uid)
+                if timer not in self._since:
+                    self._counts["overruns_seen"] += 1
+                held = due(timer, self._overrun_grace)
+                key = (RULE_PODS_OVER_ADMISSION, job_uid, epoch)
+                if held is None or key in self._flagged:
+                    continue
+                message = await self._confirm_over_admission(job, held)
+                if message is not None:
+                    self._flag(key, job.kind.gvk.kind, job.namespace, job.name, message)
+
+    async def _admitted_live(self, job: _Job) -> list[AdmittedPodSet] | None:
+        """The admitted PodSets of ``job``'s live Workloads; None when the job is gone or
+        being deleted."""
+        live = await self._get(job.kind.gvk, job.namespace, job.name)
+        if live is None or uid_of(live) != job.uid or is_being_deleted(live):
+            return None
+        return [ps for wl in await self._owned_workloads(job.namespace, job.uid)
+                if _has_admission(wl) and not is_being_deleted(wl)
+                for ps in admitted_pod_sets(wl)]
+
+    async def _confirm_off_flavor(self, job: _Job, pod: Mapping[str, Any]) -> str | None:
+        try:
+            live = await self._get(POD_GVK, namespace_of(pod), name_of(pod))
+            if live is None or uid_of(live) != uid_of(pod) or not _pod_running(live):
+                return None
+            node_name = str((live.get("spec") or {}).get("nodeName") or "")
+            node = await self._get(NODE_GVK, "", node_name) if node_name else None
+            admitted = await self._admitted_live(job)
+            if node is None or not admitted:
+                return None
+            flavors: dict[str, dict[str, str]] = {}
+            for name in {f for ps in admitted for f in ps.flavors}:
+                rf = await self._get(RESOURCE_FLAVOR_GVK, "", name)
+                if rf is not None:
+                    labels = (rf.get("spec") or {}).get("nodeLabels")
+                    flavors[name] = dict(labels) if isinstance(labels, Mapping) else {}
+        except Exception as err:
+            log.debug("invariant watcher: confirming pod %s: %s", name_of(pod), err)
+            return None
+        off = pods_off_flavor([live], admitted, {node_name: labels_of(node)}, flavors)
+        return off[0][1] if off else None
+
+    async def _confirm_over_admission(self, job: _Job, held: float) -> str | None:
+        try:
+            admitted = await self._admitted_live(job)
+            if not admitted:
+                return None
+            pods = [p for p in (await self._client.list(
+                        POD_GVK, namespace=job.namespace or None)).items
+                    if _pod_running(p) and self._job_of(p) == job.uid]
+        except Exception as err:
+            log.debug("invariant watcher: confirming %s/%s: %s", job.namespace, job.name, err)
+            return None
+        excess = pods_over_admission(pods, admitted)
+        if not excess:
+            return None
+        return (f"{'; '.join(excess)}, for {held:.1f}s (pods {_names(pods)})")
 
     async def _confirm_unadmitted(
         self, job: _Job, pods: Sequence[Object], held: float

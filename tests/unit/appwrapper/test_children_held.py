@@ -13,6 +13,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
+
 from integrations.appwrapper.api import APPWRAPPER_GVK, AppWrapperCondition, AppWrapperPhase
 from integrations.appwrapper.controller import (
     OWNER_UID_INDEX,
@@ -22,6 +24,7 @@ from integrations.appwrapper.controller import (
     owner_uid_values,
 )
 from jobframework.childguard import ADMITTED_SIZE_RESTORED_REASON, FOREIGN_JOB_SUSPENDED_REASON
+from jobframework.runtime.errors import Conflict
 from jobframework.runtime.event import CreateEvent, DeleteEvent, UpdateEvent
 from jobframework.runtime.objects import GVK, Object
 
@@ -110,6 +113,21 @@ async def test_scaled_job_component_is_set_back_to_its_admitted_count(h: Harness
     assert len(warnings(h, ADMITTED_SIZE_RESTORED_REASON)) == 1
 
 
+async def test_a_failed_set_back_is_retried_with_backoff_not_left_to_the_poll(
+        h: Harness) -> None:
+    """Found by the fault suite's hostile tenant: a Conflict (a stale cache, a fault)
+    left the extra pods running until the next poll, a minute when healthy."""
+    await running(h, job("j", parallelism=2, completionMode="Indexed"))
+    await resize(h, JOB_GVK, "j", parallelism=50, completions=50)
+    h.server.faults.fail("update", error=409, gvk=JOB_GVK, name="j")
+    with pytest.raises(Conflict):
+        await h.reconcile()  # the runtime requeues the request with backoff
+    assert (await h.api.get(JOB_GVK, "j", namespace=NS))["spec"]["parallelism"] == 50
+    await h.reconcile()
+    assert (await h.api.get(JOB_GVK, "j", namespace=NS))["spec"]["parallelism"] == 2
+    assert await h.phase() == AppWrapperPhase.RUNNING
+
+
 async def test_scaled_deployment_is_set_back(h: Harness) -> None:
     await running(h, deployment("d", 2), pod("p"))
     await resize(h, DEPLOYMENT_GVK, "d", replicas=7)
@@ -162,6 +180,23 @@ async def test_a_job_claiming_an_admitted_appwrapper_is_suspended(h: Harness) ->
     assert (await h.api.get(JOB_GVK, "j", namespace=NS))["spec"].get("suspend") is not True
     assert await h.phase() == AppWrapperPhase.RUNNING
     assert [cs["name"] for cs in (await h.get())["status"]["componentStatus"]] == ["j"]
+
+
+async def test_a_failed_suspension_is_retried_with_backoff_after_the_phase(
+        h: Harness) -> None:
+    """Found by the fault suite's hostile tenant: a Conflict left the claiming Job
+    running until the next poll. The pass still runs the AppWrapper's phase, then fails
+    so that it is retried."""
+    await h.create(appwrapper("aw", pod("p")))
+    await h.api.create(claiming(await h.get()))
+    h.server.faults.fail("update", error=409, gvk=JOB_GVK, name="tenant")
+    with pytest.raises(Conflict):
+        await h.reconcile()
+    assert await h.phase() == AppWrapperPhase.SUSPENDED, "the phase went on"
+    assert (await h.api.get(JOB_GVK, "tenant", namespace=NS))["spec"].get("suspend") \
+        is not True
+    await h.reconcile()
+    assert (await h.api.get(JOB_GVK, "tenant", namespace=NS))["spec"]["suspend"] is True
 
 
 async def test_a_claiming_job_is_suspended_in_any_phase(h: Harness) -> None:

@@ -37,6 +37,8 @@ from jobframework.testing.invariants import (
     RULE_LEFTOVER_FINALIZER,
     RULE_NOT_TERMINAL,
     RULE_ORPHANED_WORKLOAD,
+    RULE_PODS_OFF_FLAVOR,
+    RULE_PODS_OVER_ADMISSION,
     RULE_PODS_WITHOUT_ADMISSION,
     RULE_TERMINAL_STATE_LOST,
     RULE_TWO_WORKLOADS,
@@ -138,15 +140,31 @@ class World:
                 "admission": None}
 
     async def pod(self, owner: Object, name: str = "pod", *, phase: str = "Running",
-                  finalizers: list[str] | None = None) -> Object:
+                  finalizers: list[str] | None = None, node: str | None = None,
+                  podset: str | None = None) -> Object:
         meta: dict[str, Any] = {"name": name, "namespace": NS,
                                 "ownerReferences": [owner_reference(owner)]}
         if finalizers:
             meta["finalizers"] = finalizers
+        if podset is not None:
+            meta["labels"] = {c.PODSET_LABEL: podset}
+        spec: dict[str, Any] = {"containers": CONTAINERS}
+        if node is not None:
+            spec["nodeName"] = node
         await self.client.create({"apiVersion": "v1", "kind": "Pod", "metadata": meta,
-                                  "spec": {"containers": CONTAINERS}})
+                                  "spec": spec})
         return await self.client.patch(POD_GVK, name, {"status": {"phase": phase}},
                                        namespace=NS, subresource="status")
+
+    async def flavors_and_nodes(self) -> None:
+        """The ``default`` flavor (the admission's) on nodes ``pool=a``: node ``n-a`` is
+        one of them, ``n-b`` is not."""
+        await self.client.create({"apiVersion": c.KUEUE_API_VERSION, "kind": "ResourceFlavor",
+                                  "metadata": {"name": "default"},
+                                  "spec": {"nodeLabels": {"pool": "a"}}})
+        for name, pool in (("n-a", "a"), ("n-b", "b")):
+            await self.client.create({"apiVersion": "v1", "kind": "Node",
+                                      "metadata": {"name": name, "labels": {"pool": pool}}})
 
     async def delete_job(self, name: str) -> None:
         # Background, as kubectl: batch/v1 Jobs default to orphaning their dependents.
@@ -288,6 +306,94 @@ async def test_the_label_selector_limits_the_jobs_followed(world: World) -> None
         await asyncio.sleep(3 * GRACE)
         assert [v.name for v in watcher.violations] == ["mine"]
         assert watcher.stats["jobs_seen"] == 1 and watcher.stats["workloads_seen"] == 1
+
+
+# --- placement: flavors and counts -----------------------------------------------------------
+
+
+async def test_a_pod_of_the_admission_off_its_flavor_is_flagged_at_once(world: World) -> None:
+    await world.flavors_and_nodes()
+    async with watching(world, grace=60.0, overrun_grace=60.0) as watcher:
+        job = await world.job()
+        await world.workload(job, status=world.admitted())
+        await world.pod(job, node="n-b", podset="main")
+        await until(lambda: bool(watcher.violations), "the violation")
+        [v] = watcher.violations
+        assert (v.rule, v.kind, v.name) == (RULE_PODS_OFF_FLAVOR, "Job", "job")
+        assert v.message == ("pod pod runs on node n-b: PodSet main was admitted on flavor "
+                             "default (pool=a), the node has pool=b")
+
+
+async def test_pods_on_their_flavor_are_fine(world: World) -> None:
+    await world.flavors_and_nodes()
+    async with watching(world, overrun_grace=GRACE) as watcher:
+        job = await world.job()
+        await world.workload(job, status=world.admitted())
+        await world.pod(job, node="n-a", podset="main")
+        await world.pod(job, "unscheduled", phase="Pending", podset="main", finalizers=["x/y"])
+        await world.client.delete(POD_GVK, "unscheduled", namespace=NS)  # terminating
+        await quiet(watcher)
+        assert watcher.stats["pods_placement_checked"] == 1
+
+
+async def test_a_pod_of_no_admitted_pod_set_off_its_flavor_gets_the_overrun_grace(
+        world: World) -> None:
+    """A Job claiming the job's controller runs until the controller's next pass."""
+    await world.flavors_and_nodes()
+    async with watching(world, grace=60.0, overrun_grace=60.0) as watcher:
+        job = await world.job()
+        await world.workload(job, status=world.admitted())
+        await world.pod(job, "claimed", node="n-b")
+        await quiet(watcher)
+    async with watching(world, grace=60.0, overrun_grace=GRACE) as watcher:
+        await until(lambda: bool(watcher.violations), "the violation")
+        assert [v.rule for v in watcher.violations] == [RULE_PODS_OFF_FLAVOR]
+        assert "pod claimed runs on node n-b" in watcher.violations[0].message
+
+
+async def test_more_pods_than_admitted_are_flagged_after_the_overrun_grace(
+        world: World) -> None:
+    async with watching(world, grace=60.0, overrun_grace=GRACE) as watcher:
+        job = await world.job()
+        await world.workload(job, status=world.admitted())
+        await world.pod(job, "p-0", podset="main")
+        await world.pod(job, "p-1", phase="Pending", podset="main")
+        await world.pod(job, "done", phase="Succeeded", podset="main")
+        await until(lambda: bool(watcher.violations), "the violation")
+        [v] = watcher.violations
+        assert (v.rule, v.kind, v.name) == (RULE_PODS_OVER_ADMISSION, "Job", "job")
+        assert v.message.startswith("2 pods of PodSet main where 1 was admitted; 2 pods in "
+                                    "all where 1 was admitted, for ")
+        assert v.message.endswith("(pods p-0, p-1)")
+
+
+async def test_no_overrun_is_judged_while_the_controllers_are_down(world: World) -> None:
+    """Their correction comes with their next pass: none while their manager is down."""
+    async with watching(world, grace=60.0, overrun_grace=GRACE) as watcher:
+        job = await world.job()
+        await world.workload(job, status=world.admitted())
+        async with watcher.controllers_down():
+            await world.pod(job, "p-0", podset="main")
+            await world.pod(job, "p-1", podset="main")
+            await until(lambda: watcher.stats["overruns_seen"] == 1, "the overrun seen")
+            await quiet(watcher)
+        await until(lambda: bool(watcher.violations), "the violation once they are back")
+        assert [v.rule for v in watcher.violations] == [RULE_PODS_OVER_ADMISSION]
+
+
+async def test_an_overrun_ended_within_the_grace_is_counted_not_flagged(
+        world: World) -> None:
+    async with watching(world, grace=60.0, overrun_grace=60.0) as watcher:
+        job = await world.job()
+        await world.workload(job, status=world.admitted())
+        await world.pod(job, "p-0", podset="main")
+        await world.pod(job, "p-1", podset="main")
+        await until(lambda: watcher.stats["overruns_seen"] == 1, "the overrun seen")
+        await world.client.patch(POD_GVK, "p-1", {"status": {"phase": "Succeeded"}},
+                                 namespace=NS, subresource="status")
+        await until(lambda: watcher.stats["overruns_corrected"] == 1, "the overrun ended")
+        await quiet(watcher)
+        assert watcher.stats["overrun_longest_ms"] < 60_000
 
 
 # --- two workloads --------------------------------------------------------------------------------
