@@ -171,6 +171,16 @@ def job_pods(name: str) -> str:
     return f"batch.kubernetes.io/job-name={name}"
 
 
+async def parallelism_is(client: RestClient, name: str, parallelism: int) -> bool:
+    """Whether the Job ``name`` is back at ``parallelism``."""
+    job = await client.get(JOB_GVK, name, namespace=NS)
+    return bool(job["spec"]["parallelism"] == parallelism)
+
+
+async def job_suspended(client: RestClient, name: str) -> bool:
+    return (await client.get(JOB_GVK, name, namespace=NS))["spec"].get("suspend") is True
+
+
 def elsewhere(infos: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The tenant's rewrite of stored pod-set infos: another flavor's nodes, and a
     toleration of every taint."""
@@ -278,11 +288,8 @@ async def test_a_step_job_scaled_past_its_admission_is_set_back(
                                 namespace=NS)
     assert scaled["spec"]["parallelism"] == 50
 
-    async def set_back() -> bool:
-        job = await client.get(JOB_GVK, f"{name}-a", namespace=NS)
-        return bool(job["spec"]["parallelism"] == 1)
-
-    await eventually("the Job's parallelism set back to the admitted 1", set_back)
+    await eventually("the Job's parallelism set back to the admitted 1",
+                     lambda: parallelism_is(client, f"{name}-a", 1))
     events = await eventually("the AdmittedSizeRestored event on the JobFlow",
                               lambda: events_for(client, jf, ADMITTED_SIZE_RESTORED_REASON))
     assert f"Job {name}-a" in events[0]["note"] and "set back to 1" in events[0]["note"]
@@ -324,11 +331,7 @@ async def test_a_tenant_job_claiming_an_admitted_jobflow_is_suspended(
     })
     cleanup.insert(0, (JOB_GVK, foreign, NS))
 
-    async def suspended() -> bool:
-        current = await client.get(JOB_GVK, foreign, namespace=NS)
-        return current["spec"].get("suspend") is True
-
-    await eventually("the claiming Job suspended", suspended)
+    await eventually("the claiming Job suspended", lambda: job_suspended(client, foreign))
     on_job = await eventually("the ForeignJobSuspended event on the Job",
                               lambda: events_for(client, job, FOREIGN_JOB_SUSPENDED_REASON))
     assert f"JobFlow {name}" in on_job[0]["note"]
@@ -456,11 +459,8 @@ async def test_a_tenant_cannot_steer_resize_or_claim_an_admitted_daemonjob(
                                 namespace=NS)
     assert scaled["spec"]["parallelism"] == 50
 
-    async def set_back() -> bool:
-        job = await client.get(JOB_GVK, job_name, namespace=NS)
-        return bool(job["spec"]["parallelism"] == 1)
-
-    await eventually("the node Job's parallelism set back to the admitted 1", set_back)
+    await eventually("the node Job's parallelism set back to the admitted 1",
+                     lambda: parallelism_is(client, job_name, 1))
     events = await eventually("the AdmittedSizeRestored event on the DaemonJob",
                               lambda: events_for(client, dj, ADMITTED_SIZE_RESTORED_REASON))
     assert f"Job {job_name}" in events[0]["note"] and "set back to 1" in events[0]["note"]
@@ -479,11 +479,7 @@ async def test_a_tenant_cannot_steer_resize_or_claim_an_admitted_daemonjob(
     })
     cleanup.insert(0, (JOB_GVK, foreign, NS))
 
-    async def suspended() -> bool:
-        current = await client.get(JOB_GVK, foreign, namespace=NS)
-        return current["spec"].get("suspend") is True
-
-    await eventually("the claiming Job suspended", suspended)
+    await eventually("the claiming Job suspended", lambda: job_suspended(client, foreign))
     on_job = await eventually("the ForeignJobSuspended event on the Job",
                               lambda: events_for(client, job, FOREIGN_JOB_SUSPENDED_REASON))
     assert f"DaemonJob {name}" in on_job[0]["note"]
