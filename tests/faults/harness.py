@@ -43,6 +43,7 @@ from jobframework.runtime.client.discovery import NoKindMatchError
 from jobframework.runtime.client.rest import RestClient, Timeouts
 from jobframework.runtime.objects import GVK, Object
 from jobframework.testing.cluster import ClusterInfo, LocalCluster
+from jobframework.testing.cluster.procs import die_with_parent_preexec
 from jobframework.testing.invariants import InvariantWatcher, Violation, WatchedKind
 from jobframework.workload import WORKLOAD_GVK
 
@@ -321,7 +322,8 @@ class ProxyProcess:
             "--watch-cut-after", str(s.watch_cut_after[0]), str(s.watch_cut_after[1]),
             "--watch-expire-rate", str(s.watch_expire_rate), "--exempt-leases",
             "--stats-file", str(self.stats_file),
-            stdout=asyncio.subprocess.PIPE, stderr=self._log)
+            stdout=asyncio.subprocess.PIPE, stderr=self._log,
+            preexec_fn=die_with_parent_preexec())
         assert self.proc.stdout is not None
         line = await asyncio.wait_for(self.proc.stdout.readline(), 60)
         if not line.startswith(b"ready"):
@@ -379,7 +381,9 @@ class ManagerSupervisor:
                 "--integrations", ",".join(self.integrations),
                 "--webhook-port", str(self.webhook_port),
                 "--metrics-bind-address", f"127.0.0.1:{self.metrics_port}",
-                stdout=log, stderr=asyncio.subprocess.STDOUT)
+                stdout=log, stderr=asyncio.subprocess.STDOUT,
+                # A killed test run leaves no manager or proxy behind (as its cluster).
+                preexec_fn=die_with_parent_preexec())
         finally:
             log.close()
         self._started.set()

@@ -28,9 +28,10 @@ pytestmark = pytest.mark.skipif(not DIE_WITH_PARENT_SUPPORTED,
 #: or from a worker thread that ends at once, as ``asyncio.to_thread``'s may), prints its
 #: record, then waits to be killed.
 PARENT = """
-import json, sys, threading, time
+import asyncio, json, sys, threading, time
 from pathlib import Path
-from jobframework.testing.cluster.procs import Processes
+from jobframework.testing.cluster.procs import (
+    Processes, ProcRecord, _proc_start_time, die_with_parent_preexec)
 
 state, mode = Path(sys.argv[1]), sys.argv[2]
 procs = Processes(state, die_with_parent=mode != "detached")
@@ -38,7 +39,15 @@ procs = Processes(state, die_with_parent=mode != "detached")
 def start():
     return procs.start("sleeper", ["sleep", "300"], cwd=state / "run")
 
-if mode == "thread":
+async def start_async():
+    # As the fault suite starts its proxy and managers.
+    preexec = die_with_parent_preexec() if mode == "asyncio" else None
+    proc = await asyncio.create_subprocess_exec("sleep", "300", preexec_fn=preexec)
+    return ProcRecord("sleeper", proc.pid, _proc_start_time(proc.pid), (), "")
+
+if mode in ("asyncio", "asyncio-detached"):
+    record = asyncio.run(start_async())
+elif mode == "thread":
     out = []
     worker = threading.Thread(target=lambda: out.append(start()))
     worker.start()
@@ -99,7 +108,7 @@ def _start(tmp_path: Path, mode: str,
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
-@pytest.mark.parametrize("mode", ["main", "thread"])
+@pytest.mark.parametrize("mode", ["main", "thread", "asyncio"])
 def test_a_component_dies_with_its_parent(
         tmp_path: Path, started: list[tuple[subprocess.Popen[str], ProcRecord]],
         sig: signal.Signals, mode: str) -> None:
@@ -111,9 +120,11 @@ def test_a_component_dies_with_its_parent(
     _wait("the child to die with its parent", lambda: not child.alive())
 
 
+@pytest.mark.parametrize("mode", ["detached", "asyncio-detached"])
 def test_a_detached_component_outlives_its_parent(
-        tmp_path: Path, started: list[tuple[subprocess.Popen[str], ProcRecord]]) -> None:
-    parent, child = _start(tmp_path, "detached", started)
+        tmp_path: Path, started: list[tuple[subprocess.Popen[str], ProcRecord]],
+        mode: str) -> None:
+    parent, child = _start(tmp_path, mode, started)
     parent.kill()
     parent.wait(10)
     assert _stays(child, 1.0), "a detached child died with its parent"

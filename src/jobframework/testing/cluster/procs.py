@@ -76,6 +76,14 @@ def _die_with_parent_preexec() -> Callable[[], None] | None:
     return preexec
 
 
+def die_with_parent_preexec() -> Callable[[], None] | None:
+    """A ``preexec_fn`` for a child that must not outlive this process (a proxy, a manager
+    a test starts), forked by a thread that lives as long as the process, such as the
+    main thread's event loop: ``asyncio.create_subprocess_exec(...,
+    preexec_fn=die_with_parent_preexec())``. None where the platform cannot do it."""
+    return _die_with_parent_preexec()
+
+
 _spawn_lock = threading.Lock()
 _spawn_queue: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = queue.SimpleQueue()
 _spawn_thread: threading.Thread | None = None
