@@ -27,7 +27,8 @@ from typing import Any
 import pytest
 import yaml
 
-from integrations.manager import ExternalFrameworkManager, ManagerOptions
+from integrations.appwrapper.api import APPWRAPPER_GVK, APPWRAPPER_LABEL, FINALIZER
+from integrations.manager import CRD_GVK, ExternalFrameworkManager, ManagerOptions
 from jobframework.runtime.client import PropagationPolicy
 from jobframework.runtime.client.rest import RestClient
 from jobframework.runtime.errors import AlreadyExists, NotFound
@@ -55,8 +56,8 @@ from .helpers import (
 
 pytestmark = pytest.mark.cluster
 
-AW_GVK = GVK("workload.codeflare.dev", "v1beta2", "AppWrapper")
-CRD_GVK = GVK("apiextensions.k8s.io", "v1", "CustomResourceDefinition")
+AW_GVK, AW_LABEL, AW_FINALIZER = APPWRAPPER_GVK, APPWRAPPER_LABEL, FINALIZER
+
 STATEFULSET_GVK = GVK("apps", "v1", "StatefulSet")
 DEPLOYMENT_GVK = GVK("apps", "v1", "Deployment")
 SERVICE_GVK = GVK("", "v1", "Service")
@@ -64,8 +65,6 @@ PYTORCHJOB_GVK = GVK("kubeflow.org", "v1", "PyTorchJob")
 RAYCLUSTER_GVK = GVK("ray.io", "v1", "RayCluster")
 RAYJOB_GVK = GVK("ray.io", "v1", "RayJob")
 JOBSET_GVK = GVK("jobset.x-k8s.io", "v1alpha2", "JobSet")
-AW_LABEL = "workload.codeflare.dev/appwrapper"
-AW_FINALIZER = "workload.codeflare.dev/finalizer"
 ANN = "workload.codeflare.dev.appwrapper/"
 HOLD_FINALIZER = "kueue-jf.test/hold"
 FLAVOR_SELECTOR = {"instance-type": "on-demand"}

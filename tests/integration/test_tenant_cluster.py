@@ -171,6 +171,24 @@ def job_pods(name: str) -> str:
     return f"batch.kubernetes.io/job-name={name}"
 
 
+def claiming_job(name: str, parent: Object) -> Object:
+    """The tenant's own 3-pod Job, no queue name, naming ``parent`` as its controller:
+    Kueue's child rule would let it run on the parent's admission. (blockOwnerDeletion
+    would need the parent's finalizers.)"""
+    return {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name, "namespace": NS, "ownerReferences": [{
+            "apiVersion": parent["apiVersion"], "kind": parent["kind"],
+            "name": parent["metadata"]["name"], "uid": parent["metadata"]["uid"],
+            "controller": True}]},
+        "spec": {"parallelism": 3, "completions": 3, "backoffLimit": 0, "template": {
+            "metadata": {"annotations": {COMPLETE_DELAY_ANNOTATION: "60s"}},
+            "spec": {"restartPolicy": "Never", "containers": [{
+                "name": "main", "image": "registry.example/fake:1",
+                "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}}},
+    }
+
+
 async def parallelism_is(client: RestClient, name: str, parallelism: int) -> bool:
     """Whether the Job ``name`` is back at ``parallelism``."""
     job = await client.get(JOB_GVK, name, namespace=NS)
@@ -316,19 +334,7 @@ async def test_a_tenant_job_claiming_an_admitted_jobflow_is_suspended(
     await tenant.create(jobflow(name, queue.name, [step("a", cpu="250m", run="20s")]))
     cleanup.insert(0, (JOBFLOW_GVK, name, NS))
     jf = await eventually("the JobFlow admitted", lambda: admitted_jobflow(client, name))
-    # No queue name, the JobFlow as controller: Kueue's child rule would let it run on
-    # the JobFlow's admission. (blockOwnerDeletion would need the JobFlow's finalizers.)
-    job = await tenant.create({
-        "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": foreign, "namespace": NS, "ownerReferences": [{
-            "apiVersion": JOBFLOW_GVK.api_version, "kind": JOBFLOW_GVK.kind,
-            "name": name, "uid": jf["metadata"]["uid"], "controller": True}]},
-        "spec": {"parallelism": 3, "completions": 3, "backoffLimit": 0, "template": {
-            "metadata": {"annotations": {COMPLETE_DELAY_ANNOTATION: "60s"}},
-            "spec": {"restartPolicy": "Never", "containers": [{
-                "name": "main", "image": "registry.example/fake:1",
-                "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}}},
-    })
+    job = await tenant.create(claiming_job(foreign, jf))
     cleanup.insert(0, (JOB_GVK, foreign, NS))
 
     await eventually("the claiming Job suspended", lambda: job_suspended(client, foreign))
@@ -466,17 +472,7 @@ async def test_a_tenant_cannot_steer_resize_or_claim_an_admitted_daemonjob(
     assert f"Job {job_name}" in events[0]["note"] and "set back to 1" in events[0]["note"]
 
     # Finding 3: a Job of the tenant's naming the DaemonJob as its controller is stopped.
-    job = await tenant.create({
-        "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": foreign, "namespace": NS, "ownerReferences": [{
-            "apiVersion": DAEMONJOB_GVK.api_version, "kind": DAEMONJOB_GVK.kind,
-            "name": name, "uid": dj["metadata"]["uid"], "controller": True}]},
-        "spec": {"parallelism": 3, "completions": 3, "backoffLimit": 0, "template": {
-            "metadata": {"annotations": {COMPLETE_DELAY_ANNOTATION: "60s"}},
-            "spec": {"restartPolicy": "Never", "containers": [{
-                "name": "main", "image": "registry.example/fake:1",
-                "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}}},
-    })
+    job = await tenant.create(claiming_job(foreign, dj))
     cleanup.insert(0, (JOB_GVK, foreign, NS))
 
     await eventually("the claiming Job suspended", lambda: job_suspended(client, foreign))
